@@ -1,0 +1,66 @@
+/* executor.c — backend-independent helpers of the executor seam (see executor.h). */
+#include "executor.h"
+
+size_t vw_trees_readout_count(const vw_tree *trees, size_t n_trees) {
+    size_t n = 0;
+    for (size_t t = 0; t < n_trees; t++) {
+        n += trees[t].n_prefix_readouts;
+        for (size_t b = 0; b < trees[t].n_blocks; b++)
+            n += trees[t].blocks[b].n_readouts;
+    }
+    return n;
+}
+
+static vw_status check_ids(const int32_t *ids, size_t n, int32_t vocab, size_t t, long b,
+                           vw_err *err) {
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return VW_FAIL(err, VW_EINVAL, "bad_tree",
+                           "tree %zu %s%ld: token %zu has id %d outside the vocabulary [0, %d)", t,
+                           b < 0 ? "prefix" : "block ", b < 0 ? 0L : b, i, (int)ids[i], (int)vocab);
+    return VW_OK;
+}
+
+static vw_status check_readouts(const int32_t *r, size_t n, size_t len, size_t t, long b,
+                                vw_err *err) {
+    for (size_t i = 0; i < n; i++)
+        if (r[i] < 0 || (size_t)r[i] >= len)
+            return VW_FAIL(err, VW_EINVAL, "bad_tree",
+                           "tree %zu %s%ld: readout %zu = %d outside [0, %zu)", t,
+                           b < 0 ? "prefix" : "block ", b < 0 ? 0L : b, i, (int)r[i], len);
+    return VW_OK;
+}
+
+vw_status vw_trees_validate(const vw_tree *trees, size_t n_trees, int32_t vocab, vw_err *err) {
+    vw_status st = VW_OK;
+    for (size_t t = 0; t < n_trees && st == VW_OK; t++) {
+        const vw_tree *tr = &trees[t];
+        if (tr->n_prefix == 0)
+            return VW_FAIL(err, VW_EINVAL, "bad_tree", "tree %zu has an empty prefix", t);
+        st = check_ids(tr->prefix, tr->n_prefix, vocab, t, -1, err);
+        if (st == VW_OK)
+            st = check_readouts(tr->prefix_readouts, tr->n_prefix_readouts, tr->n_prefix, t, -1,
+                                err);
+        for (size_t b = 0; b < tr->n_blocks && st == VW_OK; b++) {
+            const vw_block *bl = &tr->blocks[b];
+            if (bl->n_ids == 0)
+                return VW_FAIL(err, VW_EINVAL, "bad_tree", "tree %zu block %zu is empty", t, b);
+            st = check_ids(bl->ids, bl->n_ids, vocab, t, (long)b, err);
+            if (st == VW_OK)
+                st = check_readouts(bl->readouts, bl->n_readouts, bl->n_ids, t, (long)b, err);
+        }
+    }
+    return st;
+}
+
+vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
+                              vw_err *err) {
+    if (!ex || !ex->ops || !ex->ops->forward)
+        return VW_FAIL(err, VW_EINVAL, "no_executor", "executor is not initialised");
+    return ex->ops->forward(ex, trees, n_trees, rows, err);
+}
+
+void vw_executor_free(vw_executor *ex) {
+    if (ex && ex->ops && ex->ops->destroy)
+        ex->ops->destroy(ex);
+}

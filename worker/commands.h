@@ -1,0 +1,9 @@
+/* commands.h — the vela-worker subcommands. Each takes argc/argv after the
+ * subcommand name (argv[0] is the subcommand) and returns the process exit code.
+ * Each lives in its own worker/cmd_<name>.c and is listed in main.c's table. */
+#ifndef VW_COMMANDS_H
+#define VW_COMMANDS_H
+
+int vw_cmd_version(int argc, char **argv);
+
+#endif
