@@ -1,0 +1,67 @@
+/* tokenizer.h — a Hugging Face tokenizer.json byte-level BPE, encoded exactly as
+ * `tokenizers` does with add_special_tokens=False (ids and offsets).
+ *
+ * Supported: model BPE (vocab, merges as "a b" strings or ["a","b"] pairs,
+ * ignore_merges, byte_fallback, unk_token); normalizer NFC / Sequence / none;
+ * pre_tokenizer Sequence of Split (PCRE2, UTF+UCP; Isolated, Removed,
+ * MergedWithPrevious, MergedWithNext, Contiguous; invert) and ByteLevel
+ * (add_prefix_space, use_regex); added tokens (special, normalized, lstrip,
+ * rstrip, single_word) matched in the input first. Anything else is refused at
+ * load time with an error naming the component.
+ *
+ * Offsets are [start, end) in Unicode code points of the ORIGINAL text (Python
+ * str indices), as `tokenizers` reports them after normalization alignment.
+ *
+ * Ownership: vw_tok_load returns a tokenizer the caller frees with vw_tok_free.
+ * vw_encoding buffers are owned by the encoding; vw_encoding_free releases them
+ * (the struct itself is the caller's, e.g. on the stack; reuse across calls is
+ * allowed and avoids reallocations).
+ * Thread-safety: a loaded tokenizer is immutable except for an internal,
+ * internally locked cache: vw_tok_encode may be called from several threads.
+ * Errors: invalid UTF-8 input -> VW_EINVAL, type "invalid_utf8", with the byte
+ * offset; a bad file -> VW_EINVAL/VW_EUNSUPPORTED naming the field.
+ */
+#ifndef VW_TOKENIZER_H
+#define VW_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vw_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vw_tokenizer vw_tokenizer;
+
+typedef struct vw_encoding {
+    int32_t *ids;     /* [n] */
+    int32_t *offsets; /* [2n]: start0, end0, start1, end1, ... (code points) */
+    size_t n;
+    size_t cap;
+} vw_encoding;
+
+enum {
+    VW_TOK_NO_ADDED_TOKENS = 1u << 0, /* treat added-token strings as plain text */
+};
+
+/* Loads tokenizer.json from a file / from memory (len bytes, not NUL-terminated). */
+vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err);
+vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err);
+void vw_tok_free(vw_tokenizer *tok);
+
+/* Encodes len bytes of UTF-8 text; replaces out's content. flags: VW_TOK_*. */
+vw_status vw_tok_encode(vw_tokenizer *tok, const char *text, size_t len, unsigned flags,
+                        vw_encoding *out, vw_err *err);
+void vw_encoding_free(vw_encoding *enc);
+
+/* Number of ids (max id + 1, added tokens included). */
+int32_t vw_tok_vocab_size(const vw_tokenizer *tok);
+/* Id of an exact token string (vocab or added), or -1. */
+int32_t vw_tok_token_to_id(const vw_tokenizer *tok, const char *token);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
