@@ -5,5 +5,6 @@
 #define VW_COMMANDS_H
 
 int vw_cmd_version(int argc, char **argv);
+int vw_cmd_broker(int argc, char **argv);
 
 #endif

@@ -12,6 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"version", vw_cmd_version, "build facts and available devices"},
+    {"broker", vw_cmd_broker, "a mock Kafka cluster on 127.0.0.1 (tests, demos)"},
 };
 
 static void usage(FILE *f) {
