@@ -1,0 +1,232 @@
+/* test_config.c — the YAML configuration: every field, environment overrides,
+ * and errors that name the key and the line. */
+#include "config.h"
+#include "vw_test.h"
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vw_config *parse_ok(const char *yaml, char *const *envp) {
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_parse(yaml, strlen(yaml), "t.yaml", envp, &cfg, &err);
+    cr_assert_eq(st, VW_OK, "parse failed: %s", err.msg);
+    cr_assert_not_null(cfg);
+    return cfg;
+}
+
+/* Expects failure whose message contains want. */
+static void parse_bad(const char *yaml, char *const *envp, const char *want) {
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_parse(yaml, strlen(yaml), "t.yaml", envp, &cfg, &err);
+    cr_assert_eq(st, VW_EINVAL, "expected VW_EINVAL for:\n%s", yaml);
+    cr_assert_null(cfg);
+    cr_assert_str_eq(err.type, "config_invalid");
+    cr_assert(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
+}
+
+static const char *minimal = "kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\n";
+
+Test(config, every_field) {
+    const char *yaml = "kafka:\n"
+                       "  bootstrap.servers: \"b1:9092,b2:9092\"\n"
+                       "  group.id: g1\n"
+                       "  consumer:\n"
+                       "    fetch.wait.max.ms: 10\n"
+                       "    session.timeout.ms: 6000\n"
+                       "  producer:\n"
+                       "    linger.ms: 2\n"
+                       "topics:\n"
+                       "  input: req\n"
+                       "  results: res\n"
+                       "  dlq: dead\n"
+                       "  reply_allow: [r1, r2]\n"
+                       "model: {bundle: /b, device: cuda, precision: bf16}\n"
+                       "batching: {max_tokens: 100, max_requests: 7, max_wait_ms: 0}\n"
+                       "limits: {max_request_bytes: 2048, max_in_flight: 9}\n"
+                       "delivery: {mode: at_least_once, commit_interval_ms: 50,\n"
+                       "  retry_backoff_ms: 20, retry_backoff_max_ms: 40, revoke_wait_ms: 30}\n"
+                       "metrics: {listen: \"\", stats_interval_ms: 1000}\n"
+                       "log: {level: debug, format: text}\n"
+                       "shutdown: {grace_ms: 1500}\n";
+    vw_config *cfg = parse_ok(yaml, NULL);
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.common, "bootstrap.servers"), "b1:9092,b2:9092");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.common, "group.id"), "g1");
+    cr_assert_eq(cfg->kafka.common.n, 2);
+    cr_assert_eq(cfg->kafka.common.items[1].line, 3);
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.consumer, "fetch.wait.max.ms"), "10");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.consumer, "session.timeout.ms"), "6000");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.producer, "linger.ms"), "2");
+    cr_assert_null(vw_kvlist_get(&cfg->kafka.producer, "fetch.wait.max.ms"));
+    cr_assert_str_eq(cfg->topics.input, "req");
+    cr_assert_str_eq(cfg->topics.results, "res");
+    cr_assert_str_eq(cfg->topics.dlq, "dead");
+    cr_assert_eq(cfg->topics.n_reply_allow, 2);
+    cr_assert_str_eq(cfg->topics.reply_allow[0], "r1");
+    cr_assert_str_eq(cfg->topics.reply_allow[1], "r2");
+    cr_assert_str_eq(cfg->model.bundle, "/b");
+    cr_assert_str_eq(cfg->model.device, "cuda");
+    cr_assert_str_eq(cfg->model.precision, "bf16");
+    cr_assert_eq(cfg->batching.max_tokens, 100);
+    cr_assert_eq(cfg->batching.max_requests, 7);
+    cr_assert_eq(cfg->batching.max_wait_ms, 0);
+    cr_assert_eq(cfg->limits.max_request_bytes, 2048);
+    cr_assert_eq(cfg->limits.max_in_flight, 9);
+    cr_assert_eq(cfg->delivery.mode, VW_DELIVERY_AT_LEAST_ONCE);
+    cr_assert_eq(cfg->delivery.commit_interval_ms, 50);
+    cr_assert_eq(cfg->delivery.retry_backoff_ms, 20);
+    cr_assert_eq(cfg->delivery.retry_backoff_max_ms, 40);
+    cr_assert_eq(cfg->delivery.revoke_wait_ms, 30);
+    cr_assert_str_eq(cfg->metrics.listen, "");
+    cr_assert_eq(cfg->metrics.stats_interval_ms, 1000);
+    cr_assert_eq(cfg->log.level, VW_LOG_DEBUG);
+    cr_assert_eq(cfg->log.format, VW_LOG_TEXT);
+    cr_assert_eq(cfg->shutdown.grace_ms, 1500);
+    vw_config_free(cfg);
+}
+
+Test(config, defaults) {
+    vw_config *cfg = parse_ok(minimal, NULL);
+    cr_assert_str_eq(cfg->topics.results, "results");
+    cr_assert_str_eq(cfg->topics.dlq, "in.dlq");
+    cr_assert_eq(cfg->topics.n_reply_allow, 0);
+    cr_assert_str_eq(cfg->model.device, "auto");
+    cr_assert_str_eq(cfg->model.precision, "auto");
+    cr_assert_eq(cfg->batching.max_tokens, 16384);
+    cr_assert_eq(cfg->batching.max_requests, 64);
+    cr_assert_eq(cfg->batching.max_wait_ms, 5);
+    cr_assert_eq(cfg->limits.max_request_bytes, 1048576);
+    cr_assert_eq(cfg->limits.max_in_flight, 1024);
+    cr_assert_str_eq(cfg->metrics.listen, "127.0.0.1:9464");
+    cr_assert_eq(cfg->log.level, VW_LOG_INFO);
+    cr_assert_eq(cfg->log.format, VW_LOG_JSON);
+    cr_assert_eq(cfg->shutdown.grace_ms, 30000);
+    vw_config_free(cfg);
+}
+
+Test(config, env_overrides) {
+    char *envp[] = {"VELA_KAFKA_BOOTSTRAP_SERVERS=envhost:1",
+                    "VELA_KAFKA_CONSUMER_FETCH_WAIT_MAX_MS=25",
+                    "VELA_KAFKA_PRODUCER_LINGER_MS=0",
+                    "VELA_TOPICS_INPUT=envin",
+                    "VELA_TOPICS_REPLY_ALLOW=x,y,z",
+                    "VELA_MODEL_DEVICE=test-echo",
+                    "VELA_BATCHING_MAX_TOKENS=512",
+                    "VELA_LIMITS_MAX_IN_FLIGHT=3",
+                    "VELA_DELIVERY_REVOKE_WAIT_MS=0",
+                    "VELA_METRICS_LISTEN=0.0.0.0:1",
+                    "VELA_LOG_LEVEL=warn",
+                    "VELA_SHUTDOWN_GRACE_MS=7",
+                    "VELA_UNRELATED_THING=ignored",
+                    "PATH=/bin",
+                    NULL};
+    vw_config *cfg = parse_ok(minimal, envp);
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.common, "bootstrap.servers"), "envhost:1");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.consumer, "fetch.wait.max.ms"), "25");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.producer, "linger.ms"), "0");
+    cr_assert_str_eq(cfg->topics.input, "envin");
+    cr_assert_str_eq(cfg->topics.dlq, "envin.dlq");
+    cr_assert_eq(cfg->topics.n_reply_allow, 3);
+    cr_assert_str_eq(cfg->topics.reply_allow[2], "z");
+    cr_assert_str_eq(cfg->model.device, "test-echo");
+    cr_assert_eq(cfg->batching.max_tokens, 512);
+    cr_assert_eq(cfg->limits.max_in_flight, 3);
+    cr_assert_eq(cfg->delivery.revoke_wait_ms, 0);
+    cr_assert_str_eq(cfg->metrics.listen, "0.0.0.0:1");
+    cr_assert_eq(cfg->log.level, VW_LOG_WARN);
+    cr_assert_eq(cfg->shutdown.grace_ms, 7);
+    vw_config_free(cfg);
+}
+
+Test(config, env_supplies_required) {
+    char *envp[] = {"VELA_KAFKA_BOOTSTRAP_SERVERS=h:2", "VELA_TOPICS_INPUT=i", NULL};
+    vw_config *cfg = parse_ok("", envp);
+    cr_assert_str_eq(cfg->topics.input, "i");
+    vw_config_free(cfg);
+}
+
+Test(config, env_errors_name_the_variable) {
+    char *bad_int[] = {"VELA_BATCHING_MAX_TOKENS=lots", NULL};
+    parse_bad(minimal, bad_int, "VELA_BATCHING_MAX_TOKENS (environment): expected an integer");
+    char *unknown[] = {"VELA_BATCHING_MAX_TOKEN=5", NULL};
+    parse_bad(minimal, unknown, "VELA_BATCHING_MAX_TOKEN (environment): unknown key");
+    char *bad_prop[] = {"VELA_KAFKA_NO_SUCH_PROPERTY=1", NULL};
+    parse_bad(minimal, bad_prop, "kafka.no.such.property");
+}
+
+Test(config, unknown_key_names_key_and_line) {
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: in\n  inptu: x\n", NULL,
+              "t.yaml:4: topics.inptu: unknown key");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\n\nbatchin:\n  max_tokens: 1\n",
+              NULL, "t.yaml:4: batchin: unknown section");
+}
+
+Test(config, bad_values_name_key_and_line) {
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nbatching:\n  max_tokens: 0\n",
+              NULL,
+              "t.yaml:4: batching.max_tokens: expected an integer in [1, 100000000], got '0'");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nbatching:\n"
+              "  max_wait_ms: 5ms\n",
+              NULL, "t.yaml:4: batching.max_wait_ms: expected an integer");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nmodel:\n  device: tpu\n", NULL,
+              "t.yaml:4: model.device: 'tpu' is not one of auto|cpu|cuda|test-echo");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nlog: {format: xml}\n", NULL,
+              "t.yaml:3: log.format: 'xml' is not one of json|text");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\ndelivery:\n"
+              "  mode: exactly_once\n",
+              NULL, "t.yaml:4: delivery.mode: 'exactly_once' is not one of at_least_once");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: [a, b]\n", NULL,
+              "t.yaml:3: topics.input: expected a scalar value");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in, reply_allow: [a, [b]]}\n", NULL,
+              "t.yaml:2: topics.reply_allow: expected a list of topic names");
+}
+
+Test(config, kafka_properties_checked_by_librdkafka) {
+    parse_bad("kafka:\n  bootstrap.servers: h\n  fetch.wait.max.msec: 10\ntopics: {input: in}\n",
+              NULL, "t.yaml:3: kafka.fetch.wait.max.msec: No such configuration property");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  consumer:\n    session.timeout.ms: soon\n"
+              "topics: {input: in}\n",
+              NULL, "t.yaml:4: kafka.consumer.session.timeout.ms: Invalid value");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  consumer:\n    enable.auto.commit: true\n"
+              "topics: {input: in}\n",
+              NULL, "t.yaml:4: kafka.consumer.enable.auto.commit: the worker's delivery rule");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  producer: {acks: 1}\ntopics: {input: in}\n", NULL,
+              "t.yaml:3: kafka.producer.acks: the worker's delivery rule");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  consumer: 5\ntopics: {input: in}\n", NULL,
+              "t.yaml:3: kafka.consumer: expected a mapping");
+}
+
+Test(config, duplicates_and_shape) {
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: a\n  input: b\n", NULL,
+              "t.yaml:4: topics.input: duplicate key");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  bootstrap.servers: i\ntopics: {input: a}\n", NULL,
+              "t.yaml:3: kafka.bootstrap.servers: duplicate key");
+    parse_bad("- a\n- b\n", NULL, "t.yaml:1: (top level): expected a mapping");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: 3\n", NULL,
+              "t.yaml:2: topics: expected a mapping");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: [unclosed\n", NULL, "t.yaml:");
+}
+
+Test(config, required_fields) {
+    parse_bad("topics: {input: in}\n", NULL, "t.yaml: kafka.bootstrap.servers: required");
+    parse_bad("kafka: {bootstrap.servers: h}\n", NULL, "t.yaml: topics.input: required");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\ndelivery:\n"
+              "  retry_backoff_ms: 50\n  retry_backoff_max_ms: 10\n",
+              NULL, "delivery.retry_backoff_max_ms: must be >=");
+}
+
+Test(config, example_file_loads) {
+    char *path = vw_test_path("config/worker.example.yaml");
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_config_load(path, NULL, &cfg, &err), VW_OK, "%s", err.msg);
+    cr_assert_str_eq(cfg->topics.input, "requests");
+    cr_assert_str_eq(cfg->topics.dlq, "requests.dlq");
+    cr_assert_str_eq(vw_kvlist_get(&cfg->kafka.producer, "compression.codec"), "lz4");
+    vw_config_free(cfg);
+    free(path);
+    cr_assert_eq(vw_config_load("/nonexistent/x.yaml", NULL, &cfg, &err), VW_EIO);
+    cr_assert_null(cfg);
+}

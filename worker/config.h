@@ -1,0 +1,104 @@
+/* config.h — the worker's YAML configuration (config/worker.example.yaml).
+ *
+ * Sections: kafka (librdkafka properties, passed through; kafka.consumer and
+ * kafka.producer hold per-client ones), topics, model, batching, limits,
+ * delivery, metrics, log, shutdown. Every field has a default except
+ * kafka.bootstrap.servers and topics.input. Environment variables
+ * VELA_<SECTION>_<KEY> override the file (key upper-cased, '.' -> '_'):
+ * VELA_BATCHING_MAX_TOKENS=512, VELA_KAFKA_BOOTSTRAP_SERVERS=host:9092,
+ * VELA_KAFKA_CONSUMER_FETCH_WAIT_MAX_MS=10 (kafka.consumer "fetch.wait.max.ms"),
+ * VELA_TOPICS_REPLY_ALLOW=a,b (lists are comma-separated).
+ *
+ * Errors: an unknown section or key, a duplicate key, a value of the wrong shape
+ * or out of range, and a librdkafka property librdkafka rejects are VW_EINVAL
+ * with type "config_invalid" and a message "FILE:LINE: section.key: why"
+ * (environment overrides name the variable instead of FILE:LINE).
+ *
+ * Ownership: vw_config_load/parse return a config the caller frees with
+ * vw_config_free; all strings inside are owned by it. The struct is read-only
+ * after loading and may be shared by threads.
+ */
+#ifndef VW_CONFIG_H
+#define VW_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+#include "vw_status.h"
+
+typedef struct vw_kv {
+    char *key;
+    char *value;
+    int line; /* 1-based line in the file; 0 for an environment override */
+} vw_kv;
+
+typedef struct vw_kvlist {
+    vw_kv *items;
+    size_t n;
+} vw_kvlist;
+
+typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode;
+
+typedef struct vw_config {
+    char *source; /* file name used in messages */
+    struct {
+        vw_kvlist common;   /* kafka.<prop>: both clients */
+        vw_kvlist consumer; /* kafka.consumer.<prop> */
+        vw_kvlist producer; /* kafka.producer.<prop> */
+    } kafka;
+    struct {
+        char *input, *results, *dlq;
+        char **reply_allow; /* [n_reply_allow] topics a reply-topic header may name */
+        size_t n_reply_allow;
+    } topics;
+    struct {
+        char *bundle;    /* bundle directory */
+        char *device;    /* auto | cpu | cuda | test-echo (test only, see docs/worker.md) */
+        char *precision; /* auto | fp32 | bf16 | fp16 */
+    } model;
+    struct {
+        int64_t max_tokens;   /* token budget of one micro-batch */
+        int64_t max_requests; /* records per micro-batch */
+        int64_t max_wait_ms;  /* a batch closes this long after its first record */
+    } batching;
+    struct {
+        int64_t max_request_bytes; /* larger records are rejected with 413 */
+        int64_t max_in_flight;     /* admitted but unacknowledged records before pausing */
+    } limits;
+    struct {
+        vw_delivery_mode mode;
+        int64_t commit_interval_ms;   /* how often acknowledged offsets are committed */
+        int64_t retry_backoff_ms;     /* first backoff of a transient processor failure */
+        int64_t retry_backoff_max_ms; /* backoff cap (it doubles per attempt) */
+        int64_t revoke_wait_ms;       /* bounded wait for deliveries on partition revoke */
+    } delivery;
+    struct {
+        char *listen;              /* "host:port"; empty string disables the HTTP endpoint */
+        int64_t stats_interval_ms; /* librdkafka statistics (consumer lag) period */
+    } metrics;
+    struct {
+        vw_log_level level;
+        vw_log_format format;
+    } log;
+    struct {
+        int64_t grace_ms; /* SIGTERM: drain, flush, commit and close within this */
+    } shutdown;
+} vw_config;
+
+/* Parses YAML text (len bytes; need not be NUL-terminated). name labels messages;
+ * envp (NULL-terminated "K=V" array, may be NULL) supplies VELA_* overrides.
+ * On failure *out is NULL. */
+vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *const *envp,
+                          vw_config **out, vw_err *err);
+
+/* Reads and parses a file; VW_EIO when it cannot be read. */
+vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, vw_err *err);
+
+/* Value of key in a list, last one wins; NULL when absent. */
+const char *vw_kvlist_get(const vw_kvlist *l, const char *key);
+
+/* Releases everything; NULL is a no-op. */
+void vw_config_free(vw_config *cfg);
+
+#endif
