@@ -1,0 +1,49 @@
+/* delta_rule.h — the gated delta rule of Gated DeltaNet (qwen35-backbone-spec
+ * §3.5 step 8 and §4), FP32, per value head, with an initial state.
+ *
+ * Inputs for T tokens: q̂ and k̂ already L2-normalised (q̂ also scaled by
+ * dk^-0.5), both laid out as rows of stride ldq / ldk holding Hk heads of dk;
+ * v rows of stride ldv holding Hv heads of dv; g (log-decay, <= 0) and beta,
+ * both [T, Hv]. Value head h reads key head h / (Hv / Hk) (grouped mapping,
+ * spec §3.5). state: [Hv, dk, dv], S[i][j] = key i, value j; read as the
+ * initial state and overwritten with the final one. out: rows of stride ldo,
+ * head h at columns h*dv.
+ *
+ * vw_gdn_chunked is the prefill form (chunks of VW_GDN_CHUNK = 64, WY/UT
+ * transform, decays only as exp of differences of cumulative log-decays, so
+ * nothing overflows). vw_gdn_recurrent is the token recurrence it must equal
+ * (the spec's reference; also the right form for very short inputs).
+ * Ownership: caller owns all buffers; ws is scratch of
+ * vw_gdn_workspace_floats(dk, dv) floats. Thread-safety: reentrant (distinct
+ * ws/state/out per caller). Cannot fail.
+ */
+#ifndef VW_DELTA_RULE_H
+#define VW_DELTA_RULE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { VW_GDN_CHUNK = 64 };
+
+typedef struct vw_gdn_io {
+    size_t T, Hk, Hv, dk, dv;
+    const float *q, *k, *v; /* see above */
+    size_t ldq, ldk, ldv;
+    const float *g, *beta; /* [T, Hv] */
+    float *out;
+    size_t ldo;
+} vw_gdn_io;
+
+size_t vw_gdn_workspace_floats(size_t dk, size_t dv);
+
+/* Value heads [h0, h1) only, so callers may split heads across threads. */
+void vw_gdn_chunked(const vw_gdn_io *io, size_t h0, size_t h1, float *state, float *ws);
+void vw_gdn_recurrent(const vw_gdn_io *io, size_t h0, size_t h1, float *state);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
