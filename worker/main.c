@@ -13,6 +13,7 @@ typedef struct command {
 static const command commands[] = {
     {"version", vw_cmd_version, "build facts and available devices"},
     {"broker", vw_cmd_broker, "a mock Kafka cluster on 127.0.0.1 (tests, demos)"},
+    {"forward", vw_cmd_forward, "backbone hidden states of token ids (stdin JSON)"},
 };
 
 static void usage(FILE *f) {
