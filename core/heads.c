@@ -1,0 +1,255 @@
+/* heads.c — CandidateHead and SpanHeadV2 in FP32 over OpenBLAS (see heads.h;
+ * vela-answer-spec §3, §5). Reads hidden rows the executor produced; never
+ * calibrates or decodes. */
+#include "heads.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- tensor lookup ---------------------------------------------------------- */
+
+/* Fetches prefix+name and checks its shape against want[0..ndim) (-1 = any, then
+ * reported back through want). */
+static vw_status fetch(vw_tensor_lookup lookup, void *ctx, const char *prefix, const char *name,
+                       size_t ndim, int64_t *want, const float **data, vw_err *err) {
+    char full[160];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    vw_tensor_view v;
+    memset(&v, 0, sizeof v);
+    vw_status st = lookup(ctx, full, &v, err);
+    if (st != VW_OK)
+        return st;
+    bool ok = v.ndim == ndim && v.data != NULL;
+    for (size_t i = 0; ok && i < ndim; i++) {
+        if (want[i] < 0)
+            want[i] = v.shape[i];
+        ok = v.shape[i] == want[i] && v.shape[i] > 0;
+    }
+    if (!ok)
+        return VW_FAIL(err, VW_EINVAL, "bad_head_tensor",
+                       "%s: rank %zu shape [%lld, %lld] does not match the expected rank %zu "
+                       "[%lld, %lld]",
+                       full, v.ndim, (long long)(v.ndim > 0 ? v.shape[0] : 0),
+                       (long long)(v.ndim > 1 ? v.shape[1] : 0), ndim,
+                       (long long)(ndim > 0 ? want[0] : 0), (long long)(ndim > 1 ? want[1] : 0));
+    *data = v.data;
+    return VW_OK;
+}
+
+/* `set_bias` is 0-d in the reference fixture; a [1] tensor broadcasts the same (§1.1). */
+static vw_status fetch_scalar(vw_tensor_lookup lookup, void *ctx, const char *name, float *out,
+                              vw_err *err) {
+    vw_tensor_view v;
+    memset(&v, 0, sizeof v);
+    vw_status st = lookup(ctx, name, &v, err);
+    if (st != VW_OK)
+        return st;
+    if (!v.data || !(v.ndim == 0 || (v.ndim == 1 && v.shape[0] == 1)))
+        return VW_FAIL(err, VW_EINVAL, "bad_head_tensor",
+                       "%s: expected a scalar or [1], got rank %zu", name, v.ndim);
+    *out = v.data[0];
+    return VW_OK;
+}
+
+vw_status vw_cand_head_init(vw_cand_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
+                            vw_err *err) {
+    memset(h, 0, sizeof *h);
+    int64_t H[1] = {-1}, dh[2] = {-1, -1};
+    vw_status st;
+    if ((st = fetch(lookup, ctx, prefix, "candidate_norm.weight", 1, H, &h->cand_ln_w, err)))
+        return st;
+    dh[1] = H[0];
+    int64_t vec_h[1] = {H[0]};
+    if ((st = fetch(lookup, ctx, prefix, "key.weight", 2, dh, &h->key, err)))
+        return st;
+    int64_t vec_d[1] = {dh[0]}, row_d[2] = {1, dh[0]};
+    if ((st = fetch(lookup, ctx, prefix, "candidate_norm.bias", 1, vec_h, &h->cand_ln_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "query_norm.weight", 1, vec_h, &h->query_ln_w, err)) ||
+        (st = fetch(lookup, ctx, prefix, "query_norm.bias", 1, vec_h, &h->query_ln_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "query.weight", 2, dh, &h->query, err)) ||
+        (st = fetch(lookup, ctx, prefix, "candidate_mlp.weight", 2, dh, &h->cmlp_w, err)) ||
+        (st = fetch(lookup, ctx, prefix, "candidate_mlp.bias", 1, vec_d, &h->cmlp_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "query_mlp.weight", 2, dh, &h->qmlp_w, err)) ||
+        (st = fetch(lookup, ctx, prefix, "scalar.weight", 2, row_d, &h->scalar, err)) ||
+        (st = fetch_scalar(lookup, ctx, "set_bias", &h->set_bias, err)))
+        return st;
+    h->hidden = (size_t)H[0];
+    h->d = (size_t)dh[0];
+    return VW_OK;
+}
+
+vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
+                            vw_err *err) {
+    memset(h, 0, sizeof *h);
+    int64_t H[1] = {-1}, dh[2] = {-1, -1}, sh[2] = {-1, -1};
+    vw_status st;
+    if ((st = fetch(lookup, ctx, prefix, "wn.weight", 1, H, &h->wn_w, err)))
+        return st;
+    dh[1] = sh[1] = H[0];
+    if ((st = fetch(lookup, ctx, prefix, "K.weight", 2, dh, &h->k, err)) ||
+        (st = fetch(lookup, ctx, prefix, "slot.weight", 2, sh, &h->slot, err)))
+        return st;
+    int64_t vec_h[1] = {H[0]}, vec_d[1] = {dh[0]}, row_d[2] = {1, dh[0]};
+    if ((st = fetch(lookup, ctx, prefix, "wn.bias", 1, vec_h, &h->wn_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "ln.weight", 1, vec_h, &h->ln_w, err)) ||
+        (st = fetch(lookup, ctx, prefix, "ln.bias", 1, vec_h, &h->ln_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "Q.weight", 2, dh, &h->q, err)) ||
+        (st = fetch(lookup, ctx, prefix, "N.weight", 2, dh, &h->n, err)) ||
+        (st = fetch(lookup, ctx, prefix, "M.weight", 2, dh, &h->m_w, err)) ||
+        (st = fetch(lookup, ctx, prefix, "M.bias", 1, vec_d, &h->m_b, err)) ||
+        (st = fetch(lookup, ctx, prefix, "v.weight", 2, row_d, &h->v, err)))
+        return st;
+    h->hidden = (size_t)H[0];
+    h->d = (size_t)dh[0];
+    h->slots = (size_t)sh[0];
+    return VW_OK;
+}
+
+/* ---- FP32 building blocks ------------------------------------------------------ */
+
+/* y[r] = (x[r] - mean) / sqrt(var + 1e-5) * w + b per row; biased variance.
+ * Statistics in float64 (PyTorch accumulates above FP32 too; agreement ~1e-7). */
+static void layer_norm(const float *x, size_t rows, size_t h, const float *w, const float *b,
+                       float *y) {
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * h;
+        double mean = 0.0, var = 0.0;
+        for (size_t i = 0; i < h; i++)
+            mean += xr[i];
+        mean /= (double)h;
+        for (size_t i = 0; i < h; i++)
+            var += ((double)xr[i] - mean) * ((double)xr[i] - mean);
+        var /= (double)h;
+        float rstd = (float)(1.0 / sqrt(var + 1e-5));
+        for (size_t i = 0; i < h; i++)
+            y[r * h + i] = ((xr[i] - (float)mean) * rstd) * w[i] + b[i];
+    }
+}
+
+/* Subtracts the column mean over rows (the head's centring). */
+static void centre_rows(float *x, size_t rows, size_t h) {
+    for (size_t i = 0; i < h; i++) {
+        double s = 0.0;
+        for (size_t r = 0; r < rows; r++)
+            s += x[r * h + i];
+        float mean = (float)(s / (double)rows);
+        for (size_t r = 0; r < rows; r++)
+            x[r * h + i] -= mean;
+    }
+}
+
+/* Exact GELU: x * 0.5 * (1 + erf(x / sqrt 2)). */
+static inline float gelu(float x) {
+    return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
+}
+
+/* out[rows, d] = x[rows, H] . w[d, H]^T */
+static void project(const float *x, size_t rows, size_t h, const float *w, size_t d, float *out) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)d, (int)h, 1.0f, x, (int)h,
+                w, (int)h, 0.0f, out, (int)d);
+}
+
+/* v . GELU(a + c) over d. */
+static float mlp_score(const float *a, const float *c, const float *v, size_t d) {
+    double s = 0.0;
+    for (size_t k = 0; k < d; k++)
+        s += (double)v[k] * (double)gelu(a[k] + c[k]);
+    return (float)s;
+}
+
+/* ---- CandidateHead -------------------------------------------------------------- */
+
+vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
+                              const float *query, bool is_set, float *logits, vw_err *err) {
+    if (m == 0)
+        return VW_FAIL(err, VW_EINVAL, "length_mismatch", "candidate head: 0 option rows");
+    size_t H = h->hidden, d = h->d;
+    /* c [m,H] | q [H] | kc [m,d] | mc [m,d] | qq [d] | mq [d] */
+    float *ws = malloc((m * H + H + 2 * m * d + 2 * d) * sizeof *ws);
+    if (!ws)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu options", m);
+    float *c = ws, *q = c + m * H, *kc = q + H, *mc = kc + m * d, *qq = mc + m * d, *mq = qq + d;
+    layer_norm(cands, m, H, h->cand_ln_w, h->cand_ln_b, c);
+    layer_norm(query, 1, H, h->query_ln_w, h->query_ln_b, q);
+    project(c, m, H, h->key, d, kc);    /* (m,d) K c_i */
+    project(c, m, H, h->cmlp_w, d, mc); /* (m,d) Mc c_i */
+    project(q, 1, H, h->query, d, qq);  /* (d) Q q */
+    project(q, 1, H, h->qmlp_w, d, mq); /* (d) Mq q */
+    float scale = (float)(1.0 / sqrt((double)d));
+    for (size_t i = 0; i < m; i++) {
+        float *mci = mc + i * d;
+        for (size_t k = 0; k < d; k++)
+            mci[k] += h->cmlp_b[k]; /* candidate_mlp carries the only bias */
+        float bil = cblas_sdot((int)d, kc + i * d, 1, qq, 1) * scale;
+        float z = bil + mlp_score(mci, mq, h->scalar, d);
+        logits[i] = is_set ? z + h->set_bias : z;
+    }
+    free(ws);
+    return VW_OK;
+}
+
+/* ---- SpanHeadV2 ----------------------------------------------------------------- */
+
+vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
+                              const int32_t *starts, const int32_t *ends, size_t n_labels,
+                              float *out, vw_err *err) {
+    for (size_t l = 0; l < n_labels; l++) {
+        int32_t a = starts[l], b = ends[l];
+        if (a < 0 || b < a || (size_t)b >= n_rows)
+            return VW_FAIL(err, VW_EINVAL, "length_mismatch",
+                           "label %zu: row range [%d, %d] outside the block's %zu rows", l, a, b,
+                           n_rows);
+        for (size_t i = 0; i < hidden; i++) {
+            double s = 0.0;
+            for (int32_t r = a; r <= b; r++)
+                s += rows[(size_t)r * hidden + i];
+            out[l * hidden + i] = (float)(s / (double)(b - a + 1));
+        }
+    }
+    return VW_OK;
+}
+
+vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
+                              const float *labels, size_t n_labels, float *z, vw_err *err) {
+    if (n_labels == 0)
+        return VW_FAIL(err, VW_EINVAL, "length_mismatch", "span head: 0 labels for %zu words",
+                       n_words);
+    if (n_words == 0)
+        return VW_OK;
+    size_t H = h->hidden, d = h->d, W = n_words, L = n_labels;
+    /* x [W,H] | a [L,H] | kx [W,d] | mx [W,d] | qa [L,d] | na [L,d] */
+    float *ws = malloc(((W + L) * H + 2 * (W + L) * d) * sizeof *ws);
+    if (!ws)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span head %zu x %zu", W, L);
+    float *x = ws, *a = x + W * H, *kx = a + L * H, *mx = kx + W * d, *qa = mx + W * d,
+          *na = qa + L * d;
+    layer_norm(words, W, H, h->wn_w, h->wn_b, x);
+    centre_rows(x, W, H); /* over this block's (or window's) words */
+    layer_norm(labels, L, H, h->ln_w, h->ln_b, a);
+    for (size_t l = 0; l < L; l++) {
+        const float *slot = h->slot + (l < h->slots ? l : h->slots - 1) * H;
+        for (size_t i = 0; i < H; i++)
+            a[l * H + i] += slot[i];
+    }
+    if (L >= 2) /* a single label is not centred (it would vanish) */
+        centre_rows(a, L, H);
+    project(x, W, H, h->k, d, kx);   /* (W,d) K x_w */
+    project(x, W, H, h->m_w, d, mx); /* (W,d) M x_w */
+    project(a, L, H, h->q, d, qa);   /* (L,d) Q a_l */
+    project(a, L, H, h->n, d, na);   /* (L,d) N a_l */
+    for (size_t w = 0; w < W; w++)
+        for (size_t k = 0; k < d; k++)
+            mx[w * d + k] += h->m_b[k];
+    /* z = kx . qa^T / sqrt(d), then + the MLP term per pair. */
+    float scale = (float)(1.0 / sqrt((double)d));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)L, (int)d, scale, kx, (int)d,
+                qa, (int)d, 0.0f, z, (int)L);
+    for (size_t w = 0; w < W; w++)
+        for (size_t l = 0; l < L; l++)
+            z[w * L + l] += mlp_score(mx + w * d, na + l * d, h->v, d);
+    free(ws);
+    return VW_OK;
+}

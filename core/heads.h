@@ -1,0 +1,105 @@
+/* heads.h — the decoder readout heads in FP32 (vela-answer-spec §1.1, §3, §5).
+ *
+ * CandidateHead (Choice, Noul, Score, Set): option-endpoint rows and the block's
+ * query row -> one logit per option ([ABS] last when the block shows it):
+ *   z_i = <W_key LN_c(c_i), W_query LN_q(q)> / sqrt(d)
+ *       + w_scalar . GELU(W_cmlp LN_c(c_i) + b_cmlp + W_qmlp LN_q(q)),
+ * plus set_bias for Set questions. SpanHeadV2 (span2.* router, span_broad.*
+ * broad): word rows and label vectors (the mean of each label block's closed row
+ * range) -> a W x L logit matrix:
+ *   x_w = LN_word(X_w) - mean_w;  a_l = LN_label(A_l) + slot[min(l, S-1)] (- mean_l if L >= 2)
+ *   Z[w,l] = <K x_w, Q a_l> / sqrt(d) + v . GELU(M x_w + b_M + N a_l).
+ * LayerNorm eps 1e-5 (biased variance); GELU is the exact erf form. Projections
+ * run through OpenBLAS (cblas_sgemm).
+ *
+ * Ownership: vw_cand_head / vw_span_head BORROW their weight pointers (from the
+ * bundle, through the lookup callback); the weights must outlive the head. The
+ * structs are plain values the caller may keep on the stack; nothing to free.
+ * Thread-safety: a head is read-only; logits functions may run concurrently
+ * (each allocates its own scratch).
+ * Errors: VW_EINVAL for a missing tensor or a shape that does not match (named,
+ * type "bad_head_tensor"), for zero-sized inputs or out-of-range label ranges
+ * ("length_mismatch"); VW_ENOMEM. Non-finite hidden rows give non-finite logits
+ * (the answer side turns them into invalid_model_output); no error here.
+ */
+#ifndef VW_HEADS_H
+#define VW_HEADS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vw_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A borrowed FP32 tensor: row-major, ndim <= 4 (0 = scalar). */
+typedef struct vw_tensor_view {
+    const float *data;
+    size_t ndim;
+    int64_t shape[4];
+} vw_tensor_view;
+
+/* Looks a tensor up by its package name ("head.key.weight"). Returns VW_OK and
+ * fills *out, or VW_EINVAL when the name is absent (err names it). The bundle
+ * adapter casts stored dtypes to FP32 before handing them out. */
+typedef vw_status (*vw_tensor_lookup)(void *ctx, const char *name, vw_tensor_view *out,
+                                      vw_err *err);
+
+typedef struct vw_cand_head {
+    size_t hidden, d;
+    const float *cand_ln_w, *cand_ln_b;   /* [H] candidate_norm */
+    const float *query_ln_w, *query_ln_b; /* [H] query_norm */
+    const float *key;                     /* [d, H] */
+    const float *query;                   /* [d, H] */
+    const float *cmlp_w;                  /* [d, H] candidate_mlp.weight */
+    const float *cmlp_b;                  /* [d]    candidate_mlp.bias */
+    const float *qmlp_w;                  /* [d, H] query_mlp.weight */
+    const float *scalar;                  /* [d]    scalar.weight ([1, d]) */
+    float set_bias;                       /* `set_bias` ([] or [1]) */
+} vw_cand_head;
+
+typedef struct vw_span_head {
+    size_t hidden, d, slots;
+    const float *wn_w, *wn_b; /* [H] word LayerNorm */
+    const float *ln_w, *ln_b; /* [H] label LayerNorm */
+    const float *slot;        /* [S, H] */
+    const float *k, *q, *n;   /* [d, H] K, Q, N */
+    const float *m_w, *m_b;   /* [d, H], [d] M */
+    const float *v;           /* [d] v.weight ([1, d]) */
+} vw_span_head;
+
+/* Fills *h from `<prefix>candidate_norm.weight` ... `<prefix>scalar.weight` (prefix
+ * "head." in decoder packages) and the top-level `set_bias` tensor. hidden and d
+ * are read from the shapes and cross-checked. */
+vw_status vw_cand_head_init(vw_cand_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
+                            vw_err *err);
+
+/* Fills *h from `<prefix>wn.weight` ... `<prefix>v.weight` ("span2." router,
+ * "span_broad." broad); d from K.weight, S from slot.weight. The shipped `o`
+ * readout is never read. */
+vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
+                            vw_err *err);
+
+/* logits[i] for option endpoint rows cands [m, H] and the query row [H]; adds
+ * set_bias (in FP32) when is_set. m >= 1. */
+vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
+                              const float *query, bool is_set, float *logits, vw_err *err);
+
+/* Label vectors: out[l] = mean of rows[starts[l] .. ends[l]] (inclusive) for rows
+ * [n_rows, hidden] (worker-contract Decision 8). Accumulated in float64, stored FP32. */
+vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
+                              const int32_t *starts, const int32_t *ends, size_t n_labels,
+                              float *out, vw_err *err);
+
+/* Z [n_words, n_labels] from word rows [n_words, H] and label vectors [n_labels, H]
+ * (vw_span_label_means). n_labels >= 1; n_words == 0 is a no-op. */
+vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
+                              const float *labels, size_t n_labels, float *z, vw_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
