@@ -11,6 +11,9 @@
  *    across chunk boundaries, with and without an initial state.
  */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -336,4 +339,55 @@ Test(delta_rule, chunked_equals_recurrence) {
             free(qkv), free(g), free(beta), free(o1), free(o2), free(s1), free(s2), free(ws);
         }
     fflush(stdout);
+}
+
+/* ---- vela-worker forward ------------------------------------------------- */
+
+Test(backbone, forward_cli_prints_golden_hidden_states) {
+    const char *bin = getenv("VW_WORKER_BIN");
+    if (!bin)
+        cr_skip_test("VW_WORKER_BIN not set (run through ctest)");
+    char *gpath = vw_test_path("fixtures/backbone/goldens.bin");
+    char *dir = vw_test_path("fixtures/tiny-vela");
+    size_t len = 0;
+    unsigned char *g = (unsigned char *)vw_test_read_file(gpath, &len);
+    cr_assert(g, GOLD_HINT);
+    uint32_t H = rd32(g + 16), T1 = rd32(g + 20), T2 = rd32(g + 24 + T1 * 4 * (1 + H));
+    const unsigned char *c2 = g + 28 + (size_t)T1 * 4 * (1 + H); /* second case: T = 2 */
+    cr_assert_eq(T2, 2);
+    char ids_path[] = "/tmp/vw_fwd_XXXXXX";
+    int fd = mkstemp(ids_path);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "[%d, %d]", (int)rd32(c2), (int)rd32(c2 + 4));
+    fclose(f);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s forward --bundle %s --device cpu < %s", bin, dir, ids_path);
+    FILE *p = popen(cmd, "r");
+    json_error_t je;
+    json_t *out = json_loadf(p, 0, &je);
+    cr_expect_eq(pclose(p), 0, "%s failed", cmd);
+    json_t *hidden = json_object_get(out, "hidden");
+    cr_assert(json_is_array(hidden) && json_array_size(hidden) == 2, "bad output: %s", je.text);
+    double maxd = 0;
+    for (size_t r = 0; r < 2; r++) {
+        json_t *row = json_array_get(hidden, r);
+        cr_assert_eq(json_array_size(row), H);
+        for (size_t i = 0; i < H; i++) {
+            float want;
+            memcpy(&want, c2 + 8 + (r * H + i) * 4, 4);
+            maxd = fmax(maxd, fabs(json_number_value(json_array_get(row, i)) - want));
+        }
+    }
+    printf("vela-worker forward T=2: max|diff| vs golden %.3g\n", maxd);
+    cr_expect(maxd <= 1e-4);
+    json_decref(out);
+    /* bad input: an id outside the vocabulary -> exit 1, no JSON */
+    f = fopen(ids_path, "w");
+    fprintf(f, "[1, 99999]");
+    fclose(f);
+    cr_expect_eq(WEXITSTATUS(system(cmd)), 1);
+    unlink(ids_path);
+    free(g);
+    free(gpath);
+    free(dir);
 }
