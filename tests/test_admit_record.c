@@ -1,0 +1,232 @@
+/* test_admit_record.c — worker-level record checks: the json.loads-compatible
+ * validator against CPython 3.11 vectors (fixtures/json_errors, recipe
+ * tools/make_json_error_vectors.py), every worker-level rejection triple, the
+ * request id rule, the result value and the reply-topic allow-list. */
+#include "admit_record.h"
+#include "vw_test.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t unhex(const char *hex, char *out) {
+    size_t n = strlen(hex) / 2;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        out[i] = (char)v;
+    }
+    return n;
+}
+
+Test(admit_record, python_json_vectors) {
+    char *path = vw_test_path("fixtures/json_errors/cases.jsonl");
+    size_t len = 0;
+    char *text = vw_test_read_file(path, &len);
+    cr_assert_not_null(text, "missing %s: run tools/make_json_error_vectors.py", path);
+    int cases = 0, bad = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_error_t je;
+        json_t *c = json_loads(line, 0, &je);
+        cr_assert_not_null(c, "bad fixture line: %s", je.text);
+        const char *hex = json_string_value(json_object_get(c, "hex"));
+        const char *kind = json_string_value(json_object_get(c, "kind"));
+        json_t *off = json_object_get(c, "offset"), *msg = json_object_get(c, "msg");
+        char *buf = malloc(strlen(hex) / 2 + 1);
+        size_t n = unhex(hex, buf);
+        vw_pyjson_check chk;
+        vw_pyjson_validate(buf, n, &chk);
+        const char *got = chk.kind == VW_PYJSON_OK       ? "ok"
+                          : chk.kind == VW_PYJSON_SYNTAX ? "syntax"
+                                                         : "surrogate";
+        int ok = !strcmp(got, kind);
+        if (ok && chk.kind == VW_PYJSON_SYNTAX) {
+            ok = !strcmp(chk.msg, json_string_value(msg)) &&
+                 (json_is_null(off) || (json_int_t)chk.offset == json_integer_value(off));
+        }
+        if (ok && chk.kind == VW_PYJSON_OK)
+            ok = chk.is_object == json_is_true(json_object_get(c, "object"));
+        if (!ok && bad++ < 10)
+            cr_log_error("case %d (%.80s): want %s @%lld '%s', got %s @%zu '%s'", cases, hex, kind,
+                         json_is_null(off) ? -1LL : (long long)json_integer_value(off),
+                         json_is_null(msg) ? "" : json_string_value(msg), got, chk.offset, chk.msg);
+        cases++;
+        free(buf);
+        json_decref(c);
+    }
+    free(text);
+    free(path);
+    cr_log_info("%d CPython vectors, %d mismatches", cases, bad);
+    cr_assert_gt(cases, 2000);
+    cr_assert_eq(bad, 0,
+                 "%d of %d vectors differ from CPython (HINT: the vectors come from "
+                 "tools/make_json_error_vectors.py)",
+                 bad, cases);
+}
+
+static char *nest(int depth, char open, char close) {
+    char *s = malloc((size_t)depth * 2 + 1);
+    memset(s, open, (size_t)depth);
+    memset(s + depth, close, (size_t)depth);
+    s[depth * 2] = 0;
+    return s;
+}
+
+Test(admit_record, nesting_limit_is_1000) {
+    vw_pyjson_check chk;
+    char *ok = nest(1000, '[', ']'), *deep = nest(1001, '[', ']');
+    vw_pyjson_validate(ok, 2000, &chk);
+    cr_assert_eq(chk.kind, VW_PYJSON_OK);
+    vw_pyjson_validate(deep, 2002, &chk);
+    cr_assert_eq(chk.kind, VW_PYJSON_SYNTAX);
+    cr_assert_eq(chk.offset, 1000, "the 1001st bracket");
+    cr_assert_str_eq(chk.msg, "maximum recursion depth exceeded while decoding a JSON array from "
+                              "a unicode string");
+    /* {"a":{"a":...1...}}: 1000 objects pass, 1001 fail at the last '{'. */
+    for (int depth = 1000; depth <= 1001; depth++) {
+        char *obj = malloc((size_t)depth * 6 + 2), *p = obj;
+        for (int i = 0; i < depth; i++, p += 5)
+            memcpy(p, "{\"a\":", 5);
+        *p++ = '1';
+        memset(p, '}', (size_t)depth);
+        p += depth;
+        vw_pyjson_validate(obj, (size_t)(p - obj), &chk);
+        if (depth == 1000) {
+            cr_assert_eq(chk.kind, VW_PYJSON_OK);
+            cr_assert(chk.is_object);
+        } else {
+            cr_assert_eq(chk.kind, VW_PYJSON_SYNTAX);
+            cr_assert_eq(chk.offset, 5000);
+            cr_assert_str_eq(chk.msg, "maximum recursion depth exceeded while decoding a JSON "
+                                      "object from a unicode string");
+        }
+        free(obj);
+    }
+    free(ok);
+    free(deep);
+}
+
+/* Runs the worker-level check and compares the rejection value with want. */
+static void expect_reject(const char *value, size_t len, int64_t max, int status,
+                          const char *want) {
+    vw_record rec = {.topic = "in",
+                     .partition = 0,
+                     .offset = 5,
+                     .timestamp = 1,
+                     .value = value,
+                     .value_len = len,
+                     .request_id = "r"};
+    vw_result r = {0};
+    bool rejected = false;
+    cr_assert_eq(vw_admit_check(&rec, max, &rejected, &r, NULL), VW_OK);
+    cr_assert(rejected, "expected a rejection for %.40s", value);
+    cr_assert_eq(r.kind, VW_RESULT_RECORD);
+    cr_assert_eq(r.vela_status, status);
+    cr_assert_str_eq(r.value, want);
+    vw_result_clear(&r);
+}
+
+Test(admit_record, rejection_triples) {
+    expect_reject("{\"state\":\"x\"}", 13, 12, 413,
+                  "{\"status\":413,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"Data should have at "
+                  "most 12 bytes\",\"type\":\"too_long\"}]}");
+    expect_reject("{\"a\" 1}", 7, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\",5],\"msg\":\"JSON decode error: "
+                  "Expecting ':' delimiter\",\"type\":\"json_invalid\"}]}");
+    expect_reject("{\"a\":\"\xff\"}", 8, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\",6],\"msg\":\"JSON decode error: "
+                  "'utf-8' codec can't decode byte 0xff in position 6: invalid start "
+                  "byte\",\"type\":\"json_invalid\"}]}");
+    expect_reject("\xef\xbb\xbf{}", 5, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: "
+                  "Unexpected UTF-8 BOM (decode using utf-8-sig)\",\"type\":\"json_invalid\"}]}");
+    expect_reject(NULL, 0, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: "
+                  "Expecting value\",\"type\":\"json_invalid\"}]}");
+    expect_reject("{\"s\":\"\\udc00\"}", 14, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"the request contains "
+                  "an unpaired surrogate\",\"type\":\"json_invalid\"}]}");
+    expect_reject("[1, 2]", 6, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"Input should be a "
+                  "valid dictionary or object to extract fields from\",\"type\":"
+                  "\"model_attributes_type\"}]}");
+    expect_reject("\"text\"", 6, 100, 400,
+                  "{\"status\":400,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"Input should be a "
+                  "valid dictionary or object to extract fields from\",\"type\":"
+                  "\"model_attributes_type\"}]}");
+}
+
+Test(admit_record, size_limit_boundary_and_pass) {
+    const char *v = "{\"state\":\"x\"}";
+    vw_record rec = {.topic = "in", .value = v, .value_len = 13, .request_id = "r"};
+    vw_result r = {0};
+    bool rejected = true;
+    cr_assert_eq(vw_admit_check(&rec, 13, &rejected, &r, NULL), VW_OK);
+    cr_assert_not(rejected, "exactly at max_request_bytes passes");
+    cr_assert_null(r.value);
+    expect_reject(v, 13, 12, 413,
+                  "{\"status\":413,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"Data should have at "
+                  "most 12 bytes\",\"type\":\"too_long\"}]}");
+}
+
+Test(admit_record, request_id_rule) {
+    char *id = vw_request_id("in", 3, 42, "hdr-id", 6, "key", 3);
+    cr_assert_str_eq(id, "hdr-id");
+    free(id);
+    id = vw_request_id("in", 3, 42, NULL, 0, "key-1", 5);
+    cr_assert_str_eq(id, "key-1");
+    free(id);
+    id = vw_request_id("in", 3, 42, NULL, 0, NULL, 0);
+    cr_assert_str_eq(id, "in:3:42");
+    free(id);
+    id = vw_request_id("in", 3, 42, "\xff", 1, "k\0x", 3);
+    cr_assert_str_eq(id, "in:3:42", "invalid UTF-8 header and NUL in key are skipped");
+    free(id);
+    id = vw_request_id("in", 0, 0, "", 0, "k", 1);
+    cr_assert_str_eq(id, "k", "an empty header is skipped");
+    free(id);
+}
+
+Test(admit_record, result_value_puts_request_id_and_source_first) {
+    vw_record rec = {.topic = "requests",
+                     .partition = 2,
+                     .offset = 17,
+                     .timestamp = 1700000000123,
+                     .request_id = "id \"1\""};
+    vw_result r = {.kind = VW_RESULT_RECORD,
+                   .vela_status = 200,
+                   .value = " {\"answers\":{}}",
+                   .value_len = 15};
+    char *out = NULL;
+    size_t n = 0;
+    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_OK);
+    cr_assert_str_eq(out, "{\"request_id\":\"id \\\"1\\\"\",\"source\":{\"topic\":\"requests\","
+                          "\"partition\":2,\"offset\":17,\"timestamp\":1700000000123},"
+                          "\"answers\":{}}");
+    cr_assert_eq(n, strlen(out));
+    free(out);
+    rec.timestamp = -1;
+    r.value = "{ }";
+    r.value_len = 3;
+    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_OK);
+    cr_assert(strstr(out, "\"timestamp\":null} }"), "%s", out);
+    json_t *j = json_loadb(out, n, 0, NULL);
+    cr_assert_not_null(j, "valid JSON: %s", out);
+    json_decref(j);
+    free(out);
+    r.value = "[1]";
+    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_EINVAL);
+}
+
+Test(admit_record, reply_topic_allow_list) {
+    char *allow[] = {"replies", "eval"};
+    vw_config cfg = {0};
+    cfg.topics.reply_allow = allow;
+    cfg.topics.n_reply_allow = 2;
+    cr_assert_str_eq(vw_reply_topic(&cfg, "eval", 4), "eval");
+    cr_assert_null(vw_reply_topic(&cfg, "evil", 4));
+    cr_assert_null(vw_reply_topic(&cfg, "eva", 3));
+    cr_assert_null(vw_reply_topic(&cfg, NULL, 0));
+}
