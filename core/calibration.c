@@ -282,19 +282,16 @@ static vw_status parse_noul(vw_cal *cal, vw_err *err) {
     return VW_OK;
 }
 
-vw_status vw_cal_parse(const char *json, size_t len, vw_cal **out, vw_err *err) {
+/* Takes over one reference to root (released on failure too). */
+static vw_status cal_build(json_t *root, vw_cal **out, vw_err *err) {
     vw_status st = VW_OK;
     *out = NULL;
     vw_cal *cal = calloc(1, sizeof *cal);
-    if (!cal)
+    if (!cal) {
+        json_decref(root);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "calibration");
-    json_error_t je;
-    cal->root = json_loadb(json, len, 0, &je);
-    if (!cal->root) {
-        st = VW_FAIL(err, VW_EINVAL, "bad_calibration", "calibration.json: line %d: %s", je.line,
-                     je.text);
-        goto done;
     }
+    cal->root = root;
     if (!json_is_object(cal->root)) {
         st = VW_FAIL(err, VW_EINVAL, "bad_calibration", "calibration.json: not an object");
         goto done;
@@ -309,6 +306,23 @@ vw_status vw_cal_parse(const char *json, size_t len, vw_cal **out, vw_err *err) 
 done:
     vw_cal_free(cal);
     return st;
+}
+
+vw_status vw_cal_parse(const char *json, size_t len, vw_cal **out, vw_err *err) {
+    *out = NULL;
+    json_error_t je;
+    json_t *root = json_loadb(json, len, 0, &je);
+    if (!root)
+        return VW_FAIL(err, VW_EINVAL, "bad_calibration", "calibration.json: line %d: %s", je.line,
+                       je.text);
+    return cal_build(root, out, err);
+}
+
+vw_status vw_cal_from_json(const json_t *root, vw_cal **out, vw_err *err) {
+    *out = NULL;
+    if (!root)
+        return VW_FAIL(err, VW_EINVAL, "bad_calibration", "calibration.json: missing");
+    return cal_build(json_incref((json_t *)root), out, err);
 }
 
 vw_status vw_cal_load(const char *path, vw_cal **out, vw_err *err) {

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "vw_status.h"
 
 #ifdef __cplusplus
@@ -81,6 +83,10 @@ typedef struct vw_span_query {
 
 /* Parses len bytes of calibration.json. */
 vw_status vw_cal_parse(const char *json, size_t len, vw_cal **out, vw_err *err);
+/* Builds a vw_cal from an already parsed document (e.g. vw_bundle_calibration);
+ * takes a reference to root (json_incref), so root may be released afterwards
+ * and must not be modified while the vw_cal lives. */
+vw_status vw_cal_from_json(const json_t *root, vw_cal **out, vw_err *err);
 /* Reads and parses a file (VW_EIO when it cannot be read). */
 vw_status vw_cal_load(const char *path, vw_cal **out, vw_err *err);
 /* Releases cal; NULL is a no-op. */

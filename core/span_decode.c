@@ -138,7 +138,7 @@ static void vote_and_fill(decode_ws *ws, size_t r0, size_t r1) {
 }
 
 /* Step 3–6: join equal-label stretches, trim, average. */
-static void join_spans(decode_ws *ws, const vw_text *text, const int64_t *words, size_t nw,
+static void join_spans(decode_ws *ws, const vw_text *text, const int32_t *words, size_t nw,
                        size_t nl, vw_span_list *out) {
     size_t w = 0;
     while (w < nw) {
@@ -161,7 +161,7 @@ static void join_spans(decode_ws *ws, const vw_text *text, const int64_t *words,
     }
 }
 
-vw_status vw_span_decode(const vw_text *text, const int64_t *words, size_t n_words,
+vw_status vw_span_decode(const vw_text *text, const int32_t *words, size_t n_words,
                          const double *probs, size_t n_labels, double threshold, vw_span_list *out,
                          vw_err *err) {
     out->items = NULL;
@@ -171,7 +171,7 @@ vw_status vw_span_decode(const vw_text *text, const int64_t *words, size_t n_wor
     if (n_labels == 0)
         return VW_FAIL(err, VW_EINVAL, "length_mismatch", "span decode: %zu words but 0 labels",
                        n_words);
-    vw_status st = vw_words_check(text, words, n_words, err);
+    vw_status st = vw_text_check_words(text, words, n_words, err);
     if (st != VW_OK)
         return st;
     for (size_t i = 0; i < n_words * n_labels; i++)
@@ -207,7 +207,7 @@ done:
     return st;
 }
 
-vw_status vw_span_sparse_gate(const vw_cal *cal, const vw_text *text, const int64_t *words,
+vw_status vw_span_sparse_gate(const vw_cal *cal, const vw_text *text, const int32_t *words,
                               size_t n_words, const double *probs, size_t n_labels,
                               vw_span_threshold *thr, vw_err *err) {
     int64_t k;

@@ -46,7 +46,7 @@ void vw_span_list_free(vw_span_list *l);
 
 /* Decodes spans at `threshold` (§6.5). words: [n_words][2]; probs: [n_words][n_labels]
  * row-major (n_labels >= 1). No words, or no word above the threshold -> no spans. */
-vw_status vw_span_decode(const vw_text *text, const int64_t *words, size_t n_words,
+vw_status vw_span_decode(const vw_text *text, const int32_t *words, size_t n_words,
                          const double *probs, size_t n_labels, double threshold, vw_span_list *out,
                          vw_err *err);
 
@@ -54,7 +54,7 @@ vw_status vw_span_decode(const vw_text *text, const int64_t *words, size_t n_wor
  * bucket), the calibration has a gate with K >= 0, thr->value < t_sparse and there
  * is at least one word, decodes the same probabilities at the probe threshold;
  * at most K spans -> thr->value = t_sparse, thr->sparse = true. */
-vw_status vw_span_sparse_gate(const vw_cal *cal, const vw_text *text, const int64_t *words,
+vw_status vw_span_sparse_gate(const vw_cal *cal, const vw_text *text, const int32_t *words,
                               size_t n_words, const double *probs, size_t n_labels,
                               vw_span_threshold *thr, vw_err *err);
 
@@ -66,7 +66,7 @@ vw_status vw_span_clip(const vw_text *text, vw_span_list *spans, int64_t lo, int
 
 /* One window's span-head output over its words (§7.1). */
 typedef struct vw_span_window {
-    const int64_t *word_index; /* [n] ascending indices into the part's words */
+    const int32_t *word_index; /* [n] ascending indices into the part's words */
     size_t n;
     const float *logits; /* [n][n_labels] */
 } vw_span_window;

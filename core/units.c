@@ -188,7 +188,7 @@ vw_status vw_units_scan(const vw_text *t, int64_t **bounds, size_t *n_units, vw_
     return VW_OK;
 }
 
-vw_status vw_words_check(const vw_text *t, const int64_t *words, size_t n_words, vw_err *err) {
+vw_status vw_text_check_words(const vw_text *t, const int32_t *words, size_t n_words, vw_err *err) {
     int64_t prev = 0;
     for (size_t w = 0; w < n_words; w++) {
         int64_t a = words[2 * w], b = words[2 * w + 1];
@@ -202,7 +202,7 @@ vw_status vw_words_check(const vw_text *t, const int64_t *words, size_t n_words,
     return VW_OK;
 }
 
-vw_status vw_word_units(const vw_text *t, const int64_t *words, size_t n_words, int64_t *unit_of,
+vw_status vw_word_units(const vw_text *t, const int32_t *words, size_t n_words, int64_t *unit_of,
                         vw_err *err) {
     int64_t *bounds = NULL;
     size_t n_units = 0;

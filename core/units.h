@@ -48,12 +48,12 @@ bool vw_cp_is_edge(uint32_t c);
 vw_status vw_units_scan(const vw_text *t, int64_t **bounds, size_t *n_units, vw_err *err);
 
 /* Checks word offsets [W][2]: 0 <= start < end <= t->n and start >= the previous end. */
-vw_status vw_words_check(const vw_text *t, const int64_t *words, size_t n_words, vw_err *err);
+vw_status vw_text_check_words(const vw_text *t, const int32_t *words, size_t n_words, vw_err *err);
 
 /* unit_of[w] = the unit holding word w's first non-space character (the match
  * with the greatest start <= it, valid when that character lies inside the match
- * and inside the word), else -1. Words must pass vw_words_check. */
-vw_status vw_word_units(const vw_text *t, const int64_t *words, size_t n_words, int64_t *unit_of,
+ * and inside the word), else -1. Words must pass vw_text_check_words. */
+vw_status vw_word_units(const vw_text *t, const int32_t *words, size_t n_words, int64_t *unit_of,
                         vw_err *err);
 
 /* Trims [*start, *end): strips whitespace and EDGE chars on both sides; when what

@@ -416,3 +416,22 @@ Test(calibration, sums_match_numpy_and_fsum) {
         cr_assert_eq(vw_fsum(x, cases[c].n), cases[c].fsum, "n=%zu fsum", cases[c].n);
     }
 }
+
+Test(calibration, from_parsed_json_keeps_its_reference) {
+    json_error_t je;
+    json_t *root = json_loads(CAL_JSON, 0, &je);
+    cr_assert_not_null(root);
+    vw_cal *cal = NULL;
+    vw_err e = {0};
+    cr_assert_eq(vw_cal_from_json(root, &cal, &e), VW_OK, "%s", e.msg);
+    json_decref(root); /* the vw_cal holds its own reference */
+    double t = 0;
+    cr_assert_eq(vw_cal_set_threshold(cal, "x", NULL, &t, NULL), VW_OK);
+    cr_assert_eq(t, 0.3);
+    cr_assert(vw_cal_is_pii_type(cal, "ZIP_CODE"), "borrowed strings still alive");
+    vw_cal_free(cal);
+    root = json_loads("[1]", 0, &je);
+    cr_assert_eq(vw_cal_from_json(root, &cal, &e), VW_EINVAL);
+    json_decref(root);
+    cr_assert_eq(vw_cal_from_json(NULL, &cal, &e), VW_EINVAL);
+}

@@ -17,7 +17,7 @@ static void text_of(vw_text *t, const char *s) {
     cr_assert_eq(vw_text_init(t, s, strlen(s), &e), VW_OK, "%s", e.msg);
 }
 
-static decoded decode(const char *s, const int64_t *words, size_t nw, const double *p, size_t nl,
+static decoded decode(const char *s, const int32_t *words, size_t nw, const double *p, size_t nl,
                       double threshold) {
     decoded d;
     text_of(&d.text, s);
@@ -43,7 +43,7 @@ static void assert_span(const vw_span *s, int32_t label, int64_t a, int64_t b, d
 
 /* §9.3: joins neighbours; float32 mean 0.7999999523162842. */
 Test(span_decode, joins_neighbours_float32_mean) {
-    const int64_t w[] = {0, 3, 4, 9, 10, 14, 15, 17};
+    const int32_t w[] = {0, 3, 4, 9, 10, 14, 15, 17};
     const double p[] = {0.9, 0.1, 0.7, 0.1, 0.1, 0.2, 0.1, 0.1};
     decoded d = decode("Tom Baker said hi", w, 4, p, 2, 0.5);
     cr_assert_eq(d.spans.n, 1);
@@ -54,7 +54,7 @@ Test(span_decode, joins_neighbours_float32_mean) {
 
 /* §9.3: 0.5000000001 rounds to 0.5 in float32 and is not above 0.5. One word. */
 Test(span_decode, compares_in_float32_one_word) {
-    const int64_t w[] = {0, 1};
+    const int32_t w[] = {0, 1};
     const double p[] = {0.5000000001, 0.0};
     decoded d = decode("x", w, 1, p, 2, 0.5);
     cr_assert_eq(d.spans.n, 0);
@@ -69,14 +69,14 @@ Test(span_decode, compares_in_float32_one_word) {
 
 /* §9.3: one unit (an e-mail address) with conflicting labels: vote 0.9 vs 0.6, fill. */
 Test(span_decode, votes_inside_unit_and_fills) {
-    const int64_t w[] = {0, 3, 3, 4, 4, 8};
+    const int32_t w[] = {0, 3, 3, 4, 4, 8};
     const double p[] = {0.9, 0.0, 0.0, 0.0, 0.0, 0.6};
     decoded d = decode("a.b@c.de", w, 3, p, 2, 0.5);
     cr_assert_eq(d.spans.n, 1);
     assert_span(&d.spans.items[0], 0, 0, 8, 0.29999998211860657);
     done(&d);
     /* A vote tie keeps the label met first in word order. */
-    const int64_t w2[] = {0, 1, 1, 2, 2, 3};
+    const int32_t w2[] = {0, 1, 1, 2, 2, 3};
     const double p2[] = {0.0, 0.7, 0.0, 0.0, 0.7, 0.0};
     d = decode("a.b", w2, 3, p2, 2, 0.5);
     cr_assert_eq(d.spans.n, 1);
@@ -86,7 +86,7 @@ Test(span_decode, votes_inside_unit_and_fills) {
 
 /* §9.3 / §6.5.3: a rejected word ends the active span: [0.9, 0.1, 0.9] -> TWO spans. */
 Test(span_decode, rejected_word_resets_active_span) {
-    const int64_t w[] = {0, 3, 4, 7, 8, 11};
+    const int32_t w[] = {0, 3, 4, 7, 8, 11};
     const double p[] = {0.9, 0.1, 0.9};
     decoded d = decode("Tom met Ann", w, 3, p, 1, 0.5);
     cr_assert_eq(d.spans.n, 2);
@@ -98,7 +98,7 @@ Test(span_decode, rejected_word_resets_active_span) {
 /* §9.3: `+` stays out of the phone span; U . S . A is filled inside its unit. */
 Test(span_decode, units_fill_but_do_not_extend) {
     const char *s = "Call +1-555-0100 or U.S.A. now";
-    const int64_t w[] = {0,  4,  5,  6,  6,  16, 17, 19, 20, 21, 21,
+    const int32_t w[] = {0,  4,  5,  6,  6,  16, 17, 19, 20, 21, 21,
                          22, 22, 23, 23, 24, 24, 25, 25, 26, 27, 30};
     const double p[] = {0.1, 0.2, 0.9, 0.1, 0.6, 0.1, 0.1, 0.1, 0.7, 0.1, 0.1};
     decoded d = decode(s, w, 11, p, 1, 0.5);
@@ -113,7 +113,7 @@ Test(span_decode, empty_text_no_words_and_all_below_threshold) {
     cr_assert_eq(d.spans.n, 0);
     cr_assert_null(d.spans.items);
     done(&d);
-    const int64_t w[] = {0, 3, 4, 7, 8, 11};
+    const int32_t w[] = {0, 3, 4, 7, 8, 11};
     const double p[] = {0.4, 0.2, 0.5, 0.5, 0.49, 0.0};
     d = decode("Tom met Ann", w, 3, p, 2, 0.5);
     cr_assert_eq(d.spans.n, 0, "p == threshold is not above it");
@@ -131,13 +131,13 @@ Test(span_decode, long_span_mean_is_numpy_float32) {
     for (size_t c = 0; c < 3; c++) {
         size_t n = cases[c].n;
         char *s = malloc(2 * n);
-        int64_t *w = malloc(2 * n * sizeof *w);
+        int32_t *w = malloc(2 * n * sizeof *w);
         double *p = malloc(n * sizeof *p);
         for (size_t i = 0; i < n; i++) {
             s[2 * i] = 'a';
             s[2 * i + 1] = i + 1 < n ? ' ' : '\0';
-            w[2 * i] = (int64_t)(2 * i);
-            w[2 * i + 1] = (int64_t)(2 * i + 1);
+            w[2 * i] = (int32_t)(2 * i);
+            w[2 * i + 1] = (int32_t)(2 * i + 1);
             p[i] = (double)((i * 37) % cases[c].m) / (double)cases[c].m + 0.001;
         }
         decoded d = decode(s, w, n, p, 1, 0.0);
@@ -185,7 +185,7 @@ Test(span_decode, trim_edges_urls_and_cjk) {
 Test(span_decode, decoder_applies_url_and_cjk_trims) {
     const char *s = "see https://example.com/a).你好";
     /* words: see | https://example.com/a | ) | . | 你 | 好 */
-    const int64_t w[] = {0, 3, 4, 25, 25, 26, 26, 27, 27, 28, 28, 29};
+    const int32_t w[] = {0, 3, 4, 25, 25, 26, 26, 27, 27, 28, 28, 29};
     const double p[] = {0.1, 0.9, 0.8, 0.8, 0.9, 0.9};
     decoded d = decode(s, w, 6, p, 1, 0.5);
     cr_assert_eq(d.spans.n, 1);
@@ -193,7 +193,7 @@ Test(span_decode, decoder_applies_url_and_cjk_trims) {
     cr_assert_eq(d.spans.items[0].end, 25);
     done(&d);
     /* CJK words joined, edge brackets trimmed: 「张三」说 -> 张三. */
-    const int64_t w2[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5};
+    const int32_t w2[] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 5};
     const double p2[] = {0.9, 0.9, 0.9, 0.9, 0.1};
     d = decode("「张三」说", w2, 5, p2, 1, 0.5);
     cr_assert_eq(d.spans.n, 1);
@@ -201,7 +201,7 @@ Test(span_decode, decoder_applies_url_and_cjk_trims) {
     cr_assert_eq(d.spans.items[0].end, 3);
     done(&d);
     /* A stretch of edge characters only trims to nothing and is dropped. */
-    const int64_t w3[] = {0, 1, 1, 2, 3, 4};
+    const int32_t w3[] = {0, 1, 1, 2, 3, 4};
     const double p3[] = {0.9, 0.9, 0.1};
     d = decode("() x", w3, 3, p3, 1, 0.5);
     cr_assert_eq(d.spans.n, 0);
@@ -232,7 +232,7 @@ Test(span_decode, unit_scan_and_word_units) {
     vw_text_free(&t);
     /* Word -> unit: a whitespace-only word has no unit; leading spaces are skipped. */
     text_of(&t, "ab  cd");
-    const int64_t w[] = {0, 2, 2, 3, 3, 6};
+    const int32_t w[] = {0, 2, 2, 3, 3, 6};
     int64_t u[3];
     cr_assert_eq(vw_word_units(&t, w, 3, u, NULL), VW_OK);
     cr_assert(u[0] == 0 && u[1] == -1 && u[2] == 1, "%lld %lld %lld", (long long)u[0],
@@ -263,7 +263,7 @@ Test(span_decode, sparse_gate) {
     cr_assert_eq(vw_cal_parse(js, strlen(js), &cal, NULL), VW_OK);
     vw_text t;
     text_of(&t, "Tom met Ann");
-    const int64_t w[] = {0, 3, 4, 7, 8, 11};
+    const int32_t w[] = {0, 3, 4, 7, 8, 11};
     const double p[] = {0.0, 0.9, 0.0, 0.0, 0.0, 0.08};
     vw_span_threshold thr = {0.01, VW_THR_PII_LENGTH, false, NULL};
     cr_assert_eq(vw_span_sparse_gate(cal, &t, w, 3, p, 2, &thr, NULL), VW_OK);
@@ -291,7 +291,7 @@ Test(span_decode, sparse_gate) {
     /* More than K spans at the probe: unchanged. */
     vw_text t5;
     text_of(&t5, "a b c d e");
-    const int64_t w5[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const int32_t w5[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
     const double p5[] = {0.9, 0.0, 0.9, 0.0, 0.9, 0.0, 0.9, 0.0, 0.9, 0.0};
     /* 5 one-word spans? no: neighbours join. Alternate labels keep them apart. */
     const double p5b[] = {0.9, 0.0, 0.0, 0.9, 0.9, 0.0, 0.0, 0.9, 0.9, 0.0};
@@ -340,7 +340,7 @@ Test(span_decode, clip_to_over_range) {
 
 /* §7.1: float64 mean over covering windows, -30 for uncovered words. */
 Test(span_decode, window_average_with_uncovered_words) {
-    const int64_t i0[] = {0, 1, 2}, i1[] = {2, 3};
+    const int32_t i0[] = {0, 1, 2}, i1[] = {2, 3};
     const float z0[] = {1.0f, -1.0f, 2.0f, 0.5f, 0.1f, 3.0f};
     const float z1[] = {0.2f, 1.0f, -4.0f, 8.0f};
     vw_span_window win[2] = {{i0, 3, z0}, {i1, 2, z1}};
@@ -356,10 +356,10 @@ Test(span_decode, window_average_with_uncovered_words) {
     cr_assert_eq(vw_span_window_average(NULL, 0, 5, 2, out, NULL), VW_OK);
     cr_assert_eq(out[0], VW_SPAN_UNCOVERED_LOGIT);
     vw_err e;
-    const int64_t bad[] = {1, 1};
+    const int32_t bad[] = {1, 1};
     vw_span_window wb = {bad, 2, z1};
     cr_assert_eq(vw_span_window_average(&wb, 1, 5, 2, out, &e), VW_EINVAL);
-    const int64_t oob[] = {5};
+    const int32_t oob[] = {5};
     wb = (vw_span_window){oob, 1, z1};
     cr_assert_eq(vw_span_window_average(&wb, 1, 5, 2, out, &e), VW_EINVAL);
     cr_assert(strstr(e.msg, "5 words"), "%s", e.msg);
@@ -371,15 +371,15 @@ Test(span_decode, malformed_inputs_are_errors) {
     vw_span_list l;
     vw_err e;
     const double p[] = {0.9, 0.9, 0.9};
-    const int64_t overlap[] = {0, 3, 2, 7};
+    const int32_t overlap[] = {0, 3, 2, 7};
     cr_assert_eq(vw_span_decode(&t, overlap, 2, p, 1, 0.5, &l, &e), VW_EINVAL);
     cr_assert_str_eq(e.type, "bad_words");
-    const int64_t past[] = {0, 3, 8, 12};
+    const int32_t past[] = {0, 3, 8, 12};
     cr_assert_eq(vw_span_decode(&t, past, 2, p, 1, 0.5, &l, &e), VW_EINVAL);
     cr_assert(strstr(e.msg, "11 code points"), "%s", e.msg);
-    const int64_t empty[] = {0, 0};
+    const int32_t empty[] = {0, 0};
     cr_assert_eq(vw_span_decode(&t, empty, 1, p, 1, 0.5, &l, &e), VW_EINVAL);
-    const int64_t ok[] = {0, 3};
+    const int32_t ok[] = {0, 3};
     cr_assert_eq(vw_span_decode(&t, ok, 1, p, 0, 0.5, &l, &e), VW_EINVAL);
     cr_assert_str_eq(e.type, "length_mismatch");
     const double nan[] = {NAN};
