@@ -1,0 +1,122 @@
+/* bench_backbone.c — prefill throughput of the CPU backbone.
+ *
+ *   bench_backbone --bundle DIR --tokens N[,N2,...] [--reps R] [--seed S]
+ *
+ * Opens and verifies the bundle, upcasts the weights (timed), then runs each
+ * N-token sequence (seeded random ids) as one prefix with a single readout,
+ * R times, and prints one JSON line per length:
+ *   {"impl":"c","tokens":N,"threads":T,"seconds":best,"tokens_per_s":...,
+ *    "load_s":...,"weights_fp32_bytes":...,"peak_rss_bytes":...}
+ * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS). Peak RSS is getrusage's
+ * ru_maxrss for the whole process so far. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "backbone_cpu.h"
+#include "bundle.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long peak_rss_bytes(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss * 1024L;
+}
+
+static size_t weight_floats(const vw_qwen35_config *c) {
+    size_t n = vw_qwen35_tensor_specs(c, NULL, 0), total = 0;
+    vw_qwen35_tensor_spec *s = malloc(n * sizeof *s);
+    if (!s)
+        return 0;
+    vw_qwen35_tensor_specs(c, s, n);
+    for (size_t i = 0; i < n; i++) {
+        size_t e = 1;
+        for (int d = 0; d < s[i].ndim; d++)
+            e *= (size_t)s[i].shape[d];
+        total += e;
+    }
+    free(s);
+    return total;
+}
+
+static int run_one(vw_executor *ex, int32_t vocab, size_t n, int reps, unsigned seed,
+                   double *best) {
+    int32_t *ids = malloc(n * sizeof *ids), ro = (int32_t)n - 1;
+    float *row = malloc(ex->hidden * sizeof *row);
+    if (!ids || !row)
+        return 1;
+    srand(seed);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = rand() % vocab;
+    vw_tree tr = {.prefix = ids, .n_prefix = n, .prefix_readouts = &ro, .n_prefix_readouts = 1};
+    *best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        vw_err err = {0};
+        double t0 = now();
+        if (vw_executor_forward(ex, &tr, 1, row, &err) != VW_OK) {
+            fprintf(stderr, "bench_backbone: %s\n", err.msg);
+            return 1;
+        }
+        double dt = now() - t0;
+        *best = dt < *best ? dt : *best;
+    }
+    free(ids);
+    free(row);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *lengths = "1024";
+    int reps = 1;
+    unsigned seed = 7;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--bundle"))
+            dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--tokens"))
+            lengths = argv[i + 1];
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = (unsigned)atoi(argv[i + 1]);
+    }
+    if (!dir || reps < 1) {
+        fprintf(stderr, "usage: bench_backbone --bundle DIR --tokens N[,N...] [--reps R]\n");
+        return 2;
+    }
+    vw_bundle *b = NULL;
+    vw_executor *ex = NULL;
+    vw_err err = {0};
+    double t0 = now();
+    if (vw_bundle_open(dir, &b, &err) != VW_OK || vw_backbone_cpu_new(b, &ex, &err) != VW_OK) {
+        fprintf(stderr, "bench_backbone: %s\n", err.msg);
+        return 1;
+    }
+    double load_s = now() - t0;
+    const vw_qwen35_config *c = vw_bundle_backbone_config(b);
+    size_t wbytes = weight_floats(c) * sizeof(float);
+    int rc = 0;
+    for (const char *p = lengths; *p && !rc;) {
+        size_t n = strtoul(p, (char **)&p, 10);
+        if (*p == ',')
+            p++;
+        double best = 0;
+        if (!n || (rc = run_one(ex, c->vocab, n, reps, seed, &best)))
+            break;
+        printf("{\"impl\":\"c\",\"tokens\":%zu,\"threads\":%d,\"seconds\":%.4f,"
+               "\"tokens_per_s\":%.2f,\"load_s\":%.3f,\"weights_fp32_bytes\":%zu,"
+               "\"peak_rss_bytes\":%ld}\n",
+               n, openblas_get_num_threads(), best, n / best, load_s, wbytes, peak_rss_bytes());
+        fflush(stdout);
+    }
+    vw_executor_free(ex);
+    vw_bundle_free(b);
+    return rc;
+}
