@@ -15,6 +15,7 @@ static const command commands[] = {
     {"broker", vw_cmd_broker, "a mock Kafka cluster on 127.0.0.1 (tests, demos)"},
     {"forward", vw_cmd_forward, "backbone hidden states of token ids (stdin JSON)"},
     {"tokenize", vw_cmd_tokenize, "token ids (and offsets) of JSON Lines text (stdin)"},
+    {"plan", vw_cmd_plan, "token plan (or rejection) of one request JSON (stdin)"},
 };
 
 static void usage(FILE *f) {
