@@ -53,6 +53,21 @@ typedef struct tok_nfc_tables {
 #define TOK_NFC_MAX 0x30000u
 
 vw_status tok_nfc_tables_init(tok_nfc_tables *t);
+
+/* Generated data (tok_unicode_data.c by tools/make_tok_unicode_tables.py). */
+/* Sorted code points HF's normalization tables do not know: normalized as unassigned. */
+extern const uint32_t tok_nfc_unknown[];
+extern const size_t tok_nfc_unknown_n;
+
+/* A general category whose Oniguruma (HF) set differs from PCRE2's. */
+typedef struct tok_uprop {
+    const char *name;     /* "L", "Lu", ... */
+    const uint32_t *plus; /* [2 * nplus]: inclusive ranges only Oniguruma has */
+    size_t nplus;
+    size_t nminus; /* ranges only PCRE2 has (such a property is refused) */
+} tok_uprop;
+extern const tok_uprop tok_uprops[];
+extern const size_t tok_uprops_n;
 void tok_nfc_tables_free(tok_nfc_tables *t);
 
 /* Normalized output of one text segment: code points and their alignments. */

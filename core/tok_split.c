@@ -22,10 +22,6 @@
 
 /* ---- regex -------------------------------------------------------------------- */
 
-#define ONIG_SPACE "\\t\\n\\x{0B}\\f\\r\\x{85}\\p{Zs}\\p{Zl}\\p{Zp}"
-#define ONIG_WORD "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
-#define ONIG_HEX "0-9A-Fa-f"
-
 typedef struct sbuf {
     char *p;
     size_t n, cap;
@@ -46,74 +42,162 @@ static void sb_str(sbuf *b, const char *s) {
     sb_put(b, s, strlen(s));
 }
 
-/* Rewrites pat into b; returns NULL or the construct that cannot be translated. */
-static const char *translate(const char *pat, size_t len, sbuf *b) {
+static const tok_uprop *uprop(const char *name, size_t n) {
+    for (size_t i = 0; i < tok_uprops_n; i++)
+        if (strlen(tok_uprops[i].name) == n && !memcmp(tok_uprops[i].name, name, n))
+            return &tok_uprops[i];
+    return NULL;
+}
+
+/* An escape that stands for a set: literal members plus general categories. */
+typedef struct onig_set {
+    const char *lit;
+    const char *props[4];
+} onig_set;
+
+static const onig_set SET_SPACE = {"\\t\\n\\x{0B}\\f\\r\\x{85}", {"Zs", "Zl", "Zp", NULL}};
+static const onig_set SET_WORD = {"", {"L", "M", "Nd", "Pc"}};
+static const onig_set SET_HEX = {"0-9A-Fa-f", {NULL}};
+
+/* Class members of one category: PCRE2's \p{X} plus the ranges only Oniguruma has. */
+static void put_prop_members(sbuf *b, const tok_uprop *u) {
+    sb_str(b, "\\p{");
+    sb_str(b, u->name);
+    sb_str(b, "}");
+    for (size_t i = 0; i < u->nplus; i++) {
+        char r[40];
+        snprintf(r, sizeof r, "\\x{%X}-\\x{%X}", u->plus[2 * i], u->plus[2 * i + 1]);
+        sb_str(b, r);
+    }
+}
+
+/* Emits set (negated when neg) as a class, or as class members when in_class. Returns
+ * false when it cannot be expressed (a negated set inside a class that needs ranges). */
+static bool put_set(sbuf *b, const onig_set *set, bool neg, bool in_class) {
+    if (in_class && neg)
+        return false;
+    if (!in_class)
+        sb_str(b, neg ? "[^" : "[");
+    sb_str(b, set->lit);
+    for (size_t i = 0; i < 4 && set->props[i]; i++)
+        put_prop_members(b, uprop(set->props[i], strlen(set->props[i])));
+    if (!in_class)
+        sb_str(b, "]");
+    return true;
+}
+
+/* \p{X} \P{X} \p{^X} \pX at pat[i] (pat[i] is 'p' or 'P'); returns chars consumed after
+ * the backslash, or 0 when it cannot be translated (bad names the construct). */
+static size_t put_property(sbuf *b, const char *pat, size_t len, size_t i, bool in_class, char *bad,
+                           size_t badn) {
+    bool neg = pat[i] == 'P';
+    const char *name = pat + i + 1;
+    size_t n = 1, used = 2;
+    if (i + 1 < len && pat[i + 1] == '{') {
+        const char *end = memchr(pat + i + 2, '}', len - i - 2);
+        if (!end)
+            return 1; /* let PCRE2 report it */
+        name = pat + i + 2;
+        n = (size_t)(end - name);
+        used = n + 3;
+        if (n && name[0] == '^') {
+            neg = !neg;
+            name++;
+            n--;
+        }
+    }
+    const tok_uprop *u = uprop(name, n);
+    if (!u) { /* a script or long name: PCRE2's own data */
+        sb_put(b, pat + i - 1, used + 1);
+        return used;
+    }
+    onig_set set = {"", {u->name, NULL}};
+    bool ok = u->nminus == 0;
+    if (ok && in_class && neg) { /* only expressible when nothing must be added */
+        ok = u->nplus == 0;
+        if (ok) {
+            sb_str(b, "\\P{");
+            sb_str(b, u->name);
+            sb_str(b, "}");
+        }
+    } else if (ok) {
+        put_set(b, &set, neg, in_class);
+    }
+    if (!ok) {
+        snprintf(bad, badn, "\\%c{%.*s}%s", neg ? 'P' : 'p', (int)n, name,
+                 u->nminus ? " (its Unicode data differs)" : " inside a character class");
+        return 0;
+    }
+    return used;
+}
+
+/* Rewrites pat into b; returns false (bad = the construct) when it cannot. */
+static bool translate(const char *pat, size_t len, sbuf *b, char *bad, size_t badn) {
     bool in_class = false;
     size_t class_start = 0;
     for (size_t i = 0; i < len; i++) {
         char c = pat[i];
         if (c == '\\' && i + 1 < len) {
             char e = pat[++i];
-            const char *set = e == 's' || e == 'S'   ? ONIG_SPACE
-                              : e == 'w' || e == 'W' ? ONIG_WORD
-                              : e == 'h' || e == 'H' ? ONIG_HEX
-                                                     : NULL;
-            bool neg = e == 'S' || e == 'W' || e == 'H';
-            if (!set) {
+            const onig_set *set = e == 's' || e == 'S'   ? &SET_SPACE
+                                  : e == 'w' || e == 'W' ? &SET_WORD
+                                  : e == 'h' || e == 'H' ? &SET_HEX
+                                                         : NULL;
+            if (e == 'p' || e == 'P') {
+                size_t used = put_property(b, pat, len, i, in_class, bad, badn);
+                if (!used)
+                    return false;
+                i += used - 1;
+            } else if (!set) {
                 char esc[2] = {'\\', e};
                 sb_put(b, esc, 2);
-            } else if (in_class && neg) {
-                return e == 'S'   ? "\\S inside a character class"
-                       : e == 'W' ? "\\W inside a character class"
-                                  : "\\H inside a character class";
-            } else if (in_class) {
-                sb_str(b, set);
-            } else {
-                sb_str(b, neg ? "[^" : "[");
-                sb_str(b, set);
-                sb_str(b, "]");
+            } else if (!put_set(b, set, e == 'S' || e == 'W' || e == 'H', in_class)) {
+                snprintf(bad, badn, "\\%c inside a character class", e);
+                return false;
             }
             continue;
         }
         if (!in_class && c == '[') {
             in_class = true;
             sb_put(b, &c, 1);
-            class_start = b->n;
             if (i + 1 < len && pat[i + 1] == '^') {
                 sb_put(b, "^", 1);
                 i++;
-                class_start = b->n;
             }
+            class_start = b->n;
             continue;
         }
         if (in_class && c == '[') {
             if (i + 1 < len && pat[i + 1] == ':') { /* POSIX bracket [:name:] */
                 const char *end = memchr(pat + i, ']', len - i);
-                if (!end)
-                    return "an unterminated POSIX class";
+                if (!end) {
+                    snprintf(bad, badn, "an unterminated POSIX class");
+                    return false;
+                }
                 sb_put(b, pat + i, (size_t)(end - (pat + i)) + 1);
                 i = (size_t)(end - pat);
                 continue;
             }
-            return "a nested character class";
+            snprintf(bad, badn, "a nested character class");
+            return false;
         }
-        if (in_class && c == ']' && b->n > class_start) {
+        if (in_class && c == ']' && b->n > class_start)
             in_class = false;
-        }
         sb_put(b, &c, 1);
     }
-    return NULL;
+    return true;
 }
 
 vw_status tok_regex_compile(const char *pat, size_t len, bool literal, pcre2_code **out,
                             vw_err *err) {
     sbuf b = {0};
-    const char *bad = NULL;
+    char bad[96] = "";
+    bool ok = true;
     if (literal)
         sb_put(&b, pat, len);
     else
-        bad = translate(pat, len, &b);
-    if (bad) {
+        ok = translate(pat, len, &b, bad, sizeof bad);
+    if (!ok) {
         free(b.p);
         return VW_FAIL(err, VW_EUNSUPPORTED, "unsupported_tokenizer",
                        "tokenizer: Split regex uses %s, which PCRE2 cannot reproduce", bad);

@@ -127,12 +127,31 @@ static bool is_hangul_syllable(uint32_t c) {
     return c >= 0xAC00 && c <= 0xD7A3;
 }
 
+/* HF's tables are older than utf8proc's (Unicode 9.0 vs 15.0): a character assigned
+ * since then is, for HF, an unassigned starter (tools/make_tok_nfc_table.py). */
+static bool hf_unknown(uint32_t c) {
+    size_t lo = 0, hi = tok_nfc_unknown_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (tok_nfc_unknown[mid] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < tok_nfc_unknown_n && tok_nfc_unknown[lo] == c;
+}
+
 static bool has_canonical_decomposition(const utf8proc_property_t *p, uint32_t c) {
-    return (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) || is_hangul_syllable(c);
+    return ((p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) || is_hangul_syllable(c)) &&
+           !hf_unknown(c);
 }
 
 /* Full canonical decomposition of c into d (>= 8 slots); returns the count (>= 1). */
 static size_t decompose(uint32_t c, uint32_t *d) {
+    if (c < 0xC0 || !has_canonical_decomposition(utf8proc_get_property((utf8proc_int32_t)c), c)) {
+        d[0] = c;
+        return 1;
+    }
     utf8proc_int32_t buf[8];
     int bound = 0;
     utf8proc_ssize_t r =
@@ -177,6 +196,13 @@ static bool is_second(const tok_nfc_tables *t, uint32_t c) {
     return c < TOK_NFC_MAX && (t->second[c >> 3] >> (c & 7)) & 1;
 }
 
+static int ccc_of(uint32_t c) {
+    if (c < 0x300)
+        return 0;
+    int ccc = utf8proc_get_property((utf8proc_int32_t)c)->combining_class;
+    return ccc && hf_unknown(c) ? 0 : ccc;
+}
+
 /* A char whose NFC output is itself with change 0 whatever surrounds it, and after
  * which the normalizer's state is fresh: a starter with no canonical decomposition
  * that never composes with what precedes it. */
@@ -184,11 +210,7 @@ static bool is_clean(const tok_nfc_tables *t, uint32_t c) {
     if (c < 0x300)
         return true;
     const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)c);
-    return p->combining_class == 0 && !has_canonical_decomposition(p, c) && !is_second(t, c);
-}
-
-static int ccc_of(uint32_t c) {
-    return c < 0x300 ? 0 : utf8proc_get_property((utf8proc_int32_t)c)->combining_class;
+    return ccc_of(c) == 0 && !has_canonical_decomposition(p, c) && !is_second(t, c);
 }
 
 /* Primary composite of (a, b), or 0. */
@@ -196,7 +218,8 @@ static uint32_t compose_pair(const tok_nfc_tables *t, uint32_t a, uint32_t b) {
     if (!is_second(t, b))
         return 0;
     utf8proc_int32_t buf[2] = {(utf8proc_int32_t)a, (utf8proc_int32_t)b};
-    if (utf8proc_normalize_utf32(buf, 2, UTF8PROC_COMPOSE | UTF8PROC_STABLE) == 1)
+    if (utf8proc_normalize_utf32(buf, 2, UTF8PROC_COMPOSE | UTF8PROC_STABLE) == 1 &&
+        !hf_unknown((uint32_t)buf[0]))
         return (uint32_t)buf[0];
     return 0;
 }
