@@ -1,0 +1,79 @@
+/* engine.h — one loaded Vela 2.0 decoder package, end to end: request bytes ->
+ * plan (admission + render) -> executor (token trees -> hidden rows) -> heads
+ * -> calibrated answers -> the System One envelope (vela-answer-spec §8,
+ * worker-contract.md). Shared by `vela-worker score` and the Kafka pipeline.
+ *
+ * The backbone is injected through an executor factory (executor.h), so core
+ * never depends on CUDA: the CPU backbone is the default, the worker passes the
+ * CUDA one when asked.
+ *
+ * Ownership: vw_engine_open returns an engine owning the bundle, tokenizer,
+ * renderer, calibration, head weights (FP32 copies) and executor;
+ * vw_engine_free releases them. Plans from vw_engine_plan belong to the caller
+ * (vw_plan_free) and must not outlive the engine.
+ * Thread-safety: vw_engine_plan may run on any number of threads at once
+ * (renderer and tokenizer are thread-safe), concurrently with one thread
+ * calling vw_engine_score (the executor is single-driver).
+ * Errors: open -> the bundle's/tokenizer's/head's error naming the file or
+ * tensor. score -> VW_ETRANSIENT when the executor asks to retry (split the
+ * batch), other statuses when the batch cannot be answered at all; per-question
+ * model failures are answers (invalid_model_output), not call failures.
+ */
+#ifndef VW_ENGINE_H
+#define VW_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bundle.h"
+#include "canonical_json.h"
+#include "errlist.h"
+#include "executor.h"
+#include "plan.h"
+#include "vw_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vw_engine vw_engine;
+
+/* Builds the backbone executor for an open bundle (the bundle outlives it). */
+typedef vw_status (*vw_executor_factory)(const vw_bundle *b, void *ctx, vw_executor **out,
+                                         vw_err *err);
+
+typedef struct vw_engine_opts {
+    vw_executor_factory make_executor; /* NULL: the CPU reference backbone */
+    void *make_ctx;
+    int noul_calibration; /* -1: calibration.json's default; 0 off; 1 on */
+} vw_engine_opts;
+
+/* Opens and verifies the package in dir (bundle.h), loads its tokenizer,
+ * calibration, heads and the executor. opts may be NULL (defaults). */
+vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine **out, vw_err *err);
+void vw_engine_free(vw_engine *e);
+
+/* "model_name@revision" for the vela-model header (borrowed). */
+const char *vw_engine_model(const vw_engine *e);
+/* The executor's name ("cpu", "cuda"). */
+const char *vw_engine_device(const vw_engine *e);
+/* The admission/render configuration (limits, presets). */
+const vw_renderer *vw_engine_renderer(const vw_engine *e);
+
+/* Admission + planning of one request body (plan.h vw_plan_request). */
+vw_status vw_engine_plan(const vw_engine *e, const char *body, size_t len, vw_plan **plan,
+                         int *status, vw_errlist *detail, vw_err *err);
+
+/* Tokens the executor will run for this plan (executed trees only). */
+int64_t vw_engine_plan_cost(const vw_plan *p);
+
+/* Scores n plans in one executor call and writes each envelope (a JSON object:
+ * answers, usage, then spans, span_heads, sets, thresholds when present) into
+ * out[i] (appended). On failure out[] content is unspecified. */
+vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf *out, vw_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
