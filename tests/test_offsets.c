@@ -86,8 +86,10 @@ Test(offsets, acks_out_of_order) {
         ready(t, 0, ep, o);
         cr_assert_eq(take(t), o);
     }
+    cr_assert_eq(vw_offsets_unacked(t, "in", 0), 4);
     ack(t, 0, ep, 102);
     ack(t, 0, ep, 103);
+    cr_assert_eq(vw_offsets_unacked(t, "in", 0), 2);
     cr_assert_eq(vw_offsets_position(t, "in", 0), -1, "100 not acked: nothing to commit");
     ack(t, 0, ep, 100);
     cr_assert_eq(vw_offsets_position(t, "in", 0), 101);

@@ -262,6 +262,14 @@ size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t part
     return n;
 }
 
+size_t vw_offsets_unacked(const vw_offsets *t, const char *topic, int32_t partition) {
+    const part *p = find(t, topic, partition);
+    size_t n = 0;
+    for (size_t j = p ? p->head : 0; p && j < p->n; j++)
+        n += p->slots[j].state == READY || p->slots[j].state == PRODUCING;
+    return n;
+}
+
 size_t vw_offsets_count(const vw_offsets *t) {
     return t->n_parts;
 }

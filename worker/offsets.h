@@ -97,6 +97,10 @@ vw_status vw_offsets_revoke(vw_offsets *t, const char *topic, int32_t partition,
 /* Records tracked and not yet DONE: in one partition, or (topic NULL) in all. */
 size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t partition);
 
+/* Records of a partition that have a result and are not DONE (READY or
+ * PRODUCING): what a revoke waits for. */
+size_t vw_offsets_unacked(const vw_offsets *t, const char *topic, int32_t partition);
+
 /* Number of assigned partitions, and the i-th of them (i < count). */
 size_t vw_offsets_count(const vw_offsets *t);
 vw_offset_pos vw_offsets_at(const vw_offsets *t, size_t i);

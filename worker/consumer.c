@@ -1,0 +1,367 @@
+/* consumer.c — the worker's consumer side: client set-up, intake polling,
+ * pause/resume, offset commits and the rebalance protocol (see worker.h).
+ * Runs on the Kafka thread only; librdkafka serves every callback here from
+ * rd_kafka_consumer_poll. Never produces (producer.c does). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "worker_impl.h"
+
+vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err) {
+    char errstr[512];
+    if (rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+        return VW_FAIL(err, VW_EINVAL, "kafka_config", "%s=%s: %s", key, value, errstr);
+    return VW_OK;
+}
+
+vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, vw_err *err) {
+    for (size_t i = 0; i < l->n; i++) {
+        vw_status st = vw_conf_set(conf, l->items[i].key, l->items[i].value, err);
+        if (st)
+            return st;
+    }
+    return VW_OK;
+}
+
+/* ---- callbacks (all on the Kafka thread) -------------------------------- */
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    struct vw_worker *w = rd_kafka_opaque(rk);
+    /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
+    vw_log_level lvl = level <= 3   ? VW_LOG_ERROR
+                       : level == 4 ? VW_LOG_WARN
+                       : level <= 6 ? VW_LOG_INFO
+                                    : VW_LOG_DEBUG;
+    VW_LOG(w->log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    struct vw_worker *w = opaque;
+    if (err == RD_KAFKA_RESP_ERR__FATAL) {
+        char cause[512];
+        rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
+        VW_LOG(w->log, VW_LOG_ERROR, "kafka",
+               "fatal client error, stopping client=%s err=%s "
+               "reason=\"%s\"",
+               rd_kafka_name(rk), rd_kafka_err2name(real), cause);
+        w->fatal = true;
+        vw_metrics_set_fatal(w->metrics);
+        return;
+    }
+    /* Everything else is informational: librdkafka recovers by itself. */
+    VW_LOG(w->log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
+           rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
+    (void)rk;
+    struct vw_worker *w = opaque;
+    vw_metrics_stats_json(w->metrics, json, len);
+    return 0; /* librdkafka frees json */
+}
+
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque) {
+    (void)rk;
+    struct vw_worker *w = opaque;
+    w->commit_in_flight = false;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets)
+        return;
+    for (int i = 0; i < offsets->cnt; i++) {
+        const rd_kafka_topic_partition_t *p = &offsets->elems[i];
+        if (!p->err && !err && p->offset >= 0) {
+            vw_offsets_committed(w->tracker, p->topic, p->partition, p->offset);
+            vw_metrics_inc(w->metrics, VW_M_COMMITS, 1);
+        } else {
+            /* Still pending in the tracker: the next commit tick retries it. */
+            vw_metrics_inc(w->metrics, VW_M_COMMIT_FAILURES, 1);
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "commit failed tp=%s:%d offset=%lld err=%s",
+                   p->topic, (int)p->partition, (long long)p->offset,
+                   rd_kafka_err2name(p->err ? p->err : err));
+        }
+    }
+}
+
+/* ---- commits ------------------------------------------------------------ */
+
+/* The tracker's uncommitted positions, optionally only of the partitions in
+ * `only`; NULL when there are none. */
+static rd_kafka_topic_partition_list_t *
+pending_commits(struct vw_worker *w, const rd_kafka_topic_partition_list_t *only) {
+    size_t n = vw_offsets_commits(w->tracker, NULL, 0);
+    if (!n)
+        return NULL;
+    vw_offset_pos *pos = malloc(n * sizeof *pos);
+    rd_kafka_topic_partition_list_t *l = pos ? rd_kafka_topic_partition_list_new((int)n) : NULL;
+    if (l) {
+        vw_offsets_commits(w->tracker, pos, n);
+        for (size_t i = 0; i < n; i++) {
+            if (only && !rd_kafka_topic_partition_list_find(only, pos[i].topic, pos[i].partition))
+                continue;
+            rd_kafka_topic_partition_list_add(l, pos[i].topic, pos[i].partition)->offset =
+                pos[i].offset;
+        }
+    }
+    free(pos);
+    if (l && !l->cnt) {
+        rd_kafka_topic_partition_list_destroy(l);
+        l = NULL;
+    }
+    return l;
+}
+
+static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l, bool sync) {
+    /* Store too, so librdkafka's statistics show the stored offset and lag;
+     * ERR__STATE for a partition no longer assigned is expected. */
+    rd_kafka_offsets_store(w->consumer, l);
+    rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, sync ? 0 : 1);
+    if (!sync) {
+        w->commit_in_flight = !e;
+        if (e)
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "commit not sent err=%s", rd_kafka_err2name(e));
+        return;
+    }
+    for (int i = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *p = &l->elems[i];
+        if (!e && !p->err) {
+            vw_offsets_committed(w->tracker, p->topic, p->partition, p->offset);
+            vw_metrics_inc(w->metrics, VW_M_COMMITS, 1);
+        } else {
+            vw_metrics_inc(w->metrics, VW_M_COMMIT_FAILURES, 1);
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "commit failed tp=%s:%d offset=%lld err=%s",
+                   p->topic, (int)p->partition, (long long)p->offset,
+                   rd_kafka_err2name(e ? e : p->err));
+        }
+    }
+}
+
+void vw_consumer_commit(struct vw_worker *w, bool sync) {
+    if (w->replay || (!sync && w->commit_in_flight))
+        return;
+    rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
+    if (l) {
+        commit_list(w, l, sync);
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+}
+
+/* ---- rebalance ------------------------------------------------------------ */
+
+static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
+    if (w->exec_items)
+        return true;
+    for (int i = 0; i < parts->cnt; i++)
+        if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))
+            return true;
+    return false;
+}
+
+/* Revoke (style.md "State and threads"): stop scheduling the partitions, let
+ * what is in flight finish for at most delivery.revoke_wait_ms, commit what is
+ * contiguous and acknowledged, then forget them. A lost assignment commits
+ * nothing (another member may own the partitions already). */
+static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
+                              bool lost) {
+    for (int i = 0; i < parts->cnt; i++)
+        vw_worker_drop_partition(w, parts->elems[i].partition);
+    if (!lost) {
+        int64_t deadline = vw_now_ms() + w->cfg->delivery.revoke_wait_ms;
+        if (w->stopping && w->stop_deadline_ms < deadline)
+            deadline = w->stop_deadline_ms;
+        for (;;) {
+            vw_worker_collect(w);
+            vw_produce_ready(w);
+            if (!revoked_busy(w, parts) || vw_now_ms() >= deadline)
+                break;
+            vw_producer_poll(w, 10);
+        }
+        rd_kafka_topic_partition_list_t *l = pending_commits(w, parts);
+        if (l) {
+            commit_list(w, l, true);
+            rd_kafka_topic_partition_list_destroy(l);
+        }
+    }
+    for (int i = 0; i < parts->cnt; i++) {
+        int64_t pos = -1;
+        size_t left =
+            vw_offsets_in_flight(w->tracker, parts->elems[i].topic, parts->elems[i].partition);
+        if (vw_offsets_revoke(w->tracker, parts->elems[i].topic, parts->elems[i].partition, &pos,
+                              NULL) == VW_OK)
+            VW_LOG(w->log, VW_LOG_INFO, "consumer",
+                   "partition revoked tp=%s:%d position=%lld abandoned=%zu lost=%d",
+                   parts->elems[i].topic, (int)parts->elems[i].partition, (long long)pos, left,
+                   (int)lost);
+    }
+}
+
+static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list_t *parts) {
+    for (int i = 0; i < parts->cnt; i++) {
+        vw_err err = {0};
+        if (vw_offsets_assign(w->tracker, parts->elems[i].topic, parts->elems[i].partition, NULL,
+                              &err))
+            VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s", err.msg);
+        VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
+               parts->elems[i].topic, (int)parts->elems[i].partition);
+    }
+}
+
+static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+    struct vw_worker *w = opaque;
+    bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+    vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        assign_partitions(w, parts);
+        if (cooperative)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            re = rd_kafka_assign(rk, parts);
+        if (w->paused || w->stopping)
+            rd_kafka_pause_partitions(rk, parts);
+        vw_metrics_set_assigned(w->metrics, true);
+    } else {
+        revoke_partitions(w, parts, rd_kafka_assignment_lost(rk));
+        if (cooperative)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            re = rd_kafka_assign(rk, NULL);
+    }
+    if (e) {
+        VW_LOG(w->log, VW_LOG_ERROR, "consumer", "rebalance: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (re) {
+        VW_LOG(w->log, VW_LOG_ERROR, "consumer", "rebalance: %s", rd_kafka_err2str(re));
+    }
+}
+
+/* ---- set-up, polling, pause ---------------------------------------------- */
+
+static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
+    const vw_config *cfg = w->cfg;
+    char stats[32];
+    snprintf(stats, sizeof stats, "%lld", (long long)cfg->metrics.stats_interval_ms);
+    vw_status st = vw_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
+    if (!st)
+        st = vw_conf_set(conf, "auto.offset.reset", w->replay ? "error" : "earliest", err);
+    if (!st)
+        st = vw_conf_set(conf, "statistics.interval.ms", stats, err);
+    if (!st)
+        st = vw_conf_set(conf, "client.id", "vela-worker", err);
+    if (!st)
+        st = vw_conf_apply(conf, &cfg->kafka.common, err);
+    if (!st)
+        st = vw_conf_apply(conf, &cfg->kafka.consumer, err);
+    /* The delivery rule: offsets move only through the tracker. */
+    if (!st)
+        st = vw_conf_set(conf, "enable.auto.commit", "false", err);
+    if (!st)
+        st = vw_conf_set(conf, "enable.auto.offset.store", "false", err);
+    if (!st)
+        st = vw_conf_set(conf, "enable.partition.eof", "false", err);
+    if (st)
+        return st;
+    rd_kafka_conf_set_opaque(conf, w);
+    rd_kafka_conf_set_log_cb(conf, on_log);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_stats_cb(conf, on_stats);
+    if (!w->replay) {
+        rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+        rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
+    }
+    return VW_OK;
+}
+
+vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    vw_status st = conf ? consumer_conf(w, conf, err)
+                        : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
+    if (st)
+        goto done;
+    w->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!w->consumer) {
+        st = VW_FAIL(err, VW_EKAFKA, "kafka_client", "consumer: %s", errstr);
+        goto done;
+    }
+    conf = NULL; /* owned by the consumer now */
+    /* Every event (rebalance, commits, errors, stats) comes through the consumer
+     * queue; its I/O event wakes the loop when it turns non-empty. */
+    rd_kafka_poll_set_consumer(w->consumer);
+    w->cq = rd_kafka_queue_get_consumer(w->consumer);
+    rd_kafka_queue_io_event_enable(w->cq, w->wake[1], "c", 1);
+    if (!w->replay) {
+        rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(topics, w->topic, RD_KAFKA_PARTITION_UA);
+        rd_kafka_resp_err_t e = rd_kafka_subscribe(w->consumer, topics);
+        rd_kafka_topic_partition_list_destroy(topics);
+        if (e)
+            st = VW_FAIL(err, VW_EKAFKA, "kafka_subscribe", "subscribe %s: %s", w->topic,
+                         rd_kafka_err2str(e));
+    }
+done:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    return st;
+}
+
+void vw_consumer_pause(struct vw_worker *w, bool pause) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(w->consumer, &l) || !l)
+        return;
+    if (pause)
+        rd_kafka_pause_partitions(w->consumer, l);
+    else
+        rd_kafka_resume_partitions(w->consumer, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    w->paused = pause;
+    vw_metrics_set_paused(w->metrics, pause);
+    if (pause)
+        vw_metrics_inc(w->metrics, VW_M_PAUSES, 1);
+    VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "%s in_flight=%zu", pause ? "paused" : "resumed",
+           vw_offsets_in_flight(w->tracker, NULL, 0));
+}
+
+void vw_consumer_poll(struct vw_worker *w) {
+    /* Bounded per call so results, deliveries and commits keep flowing. */
+    for (int n = 0; n < 1000; n++) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, 0);
+        if (!m)
+            return;
+        if (m->err) {
+            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
+                       rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+        } else if (!w->stopping) {
+            vw_worker_intake(w, m);
+        }
+        rd_kafka_message_destroy(m);
+        if (!w->paused && !w->replay &&
+            vw_offsets_in_flight(w->tracker, NULL, 0) >= (size_t)w->cfg->limits.max_in_flight) {
+            vw_consumer_pause(w, true);
+            return;
+        }
+    }
+}
+
+void vw_consumer_close(struct vw_worker *w) {
+    if (!w->consumer)
+        return;
+    if (w->cq) {
+        rd_kafka_queue_io_event_enable(w->cq, -1, NULL, 0);
+        rd_kafka_queue_destroy(w->cq);
+        w->cq = NULL;
+    }
+    if (!w->replay) {
+        /* Leaves the group (its revoke runs on_rebalance once more). */
+        rd_kafka_resp_err_t e = rd_kafka_consumer_close(w->consumer);
+        if (e)
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "close: %s", rd_kafka_err2str(e));
+    } else {
+        rd_kafka_assign(w->consumer, NULL);
+    }
+    rd_kafka_destroy(w->consumer);
+    w->consumer = NULL;
+}

@@ -1,0 +1,77 @@
+/* metrics.h — worker metrics and the HTTP endpoint (libmicrohttpd).
+ *
+ * GET /metrics  Prometheus text format 0.0.4 (names below, prefix vela_worker_)
+ * GET /healthz  200 "ok" while the worker runs, 503 after a fatal error
+ * GET /readyz   200 when the processor is ready and a partition assignment was
+ *               received, else 503
+ *
+ * Counters, gauges and fixed-bucket histograms are C11 atomics: the Kafka
+ * thread, the executor thread and the HTTP thread use them without locks.
+ * Consumer lag per partition comes from librdkafka statistics JSON
+ * (vw_metrics_stats_json, STATISTICS.md: partitions[].consumer_lag) and is kept
+ * under a mutex. Label values are bounded: vela status codes, the rejection
+ * types of errlist.h, partitions.
+ *
+ * Ownership: vw_metrics_new/free; vw_metrics_serve starts the HTTP thread,
+ * stopped by vw_metrics_free. Errors: VW_EIO when the listen address cannot be
+ * bound, VW_EINVAL for a malformed address, VW_ENOMEM.
+ */
+#ifndef VW_METRICS_H
+#define VW_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vw_status.h"
+
+typedef struct vw_metrics vw_metrics;
+
+typedef enum vw_counter {
+    VW_M_RECORDS_IN = 0,  /* request records consumed */
+    VW_M_DLQ,             /* records sent to the dead-letter topic */
+    VW_M_RETRIES,         /* transient processor failures (item re-run) */
+    VW_M_PRODUCE_ERRORS,  /* failed deliveries (re-produced or dead-lettered) */
+    VW_M_COMMITS,         /* successful offset commits (partitions) */
+    VW_M_COMMIT_FAILURES, /* failed offset commits (partitions) */
+    VW_M_REBALANCES,      /* assignments and revocations */
+    VW_M_PAUSES,          /* backpressure pauses */
+    VW_M_BATCHES,         /* micro-batches run */
+    VW_M_COUNTERS
+} vw_counter;
+
+typedef enum vw_histogram {
+    VW_H_BATCH_SIZE = 0, /* records per micro-batch */
+    VW_H_BATCH_TOKENS,   /* tokens per micro-batch */
+    VW_H_QUEUE_DELAY,    /* seconds from admission to the start of its batch */
+    VW_H_EXEC,           /* seconds the processor spent on one batch */
+    VW_H_E2E,            /* seconds from the request's timestamp to the result's ack */
+    VW_H_COUNT
+} vw_histogram;
+
+vw_metrics *vw_metrics_new(void);
+void vw_metrics_free(vw_metrics *m);
+
+void vw_metrics_inc(vw_metrics *m, vw_counter c, uint64_t n);
+/* Results produced (acknowledged) by vela status. */
+void vw_metrics_result(vw_metrics *m, int vela_status);
+/* A rejection of a given type (unknown types count as "other"). */
+void vw_metrics_rejection(vw_metrics *m, const char *type);
+/* Observes a value: a count for the size/token histograms, seconds otherwise. */
+void vw_metrics_observe(vw_metrics *m, vw_histogram h, double v);
+void vw_metrics_set_in_flight(vw_metrics *m, int64_t n);
+void vw_metrics_set_paused(vw_metrics *m, bool paused);
+void vw_metrics_set_assigned(vw_metrics *m, bool assigned);
+void vw_metrics_set_ready(vw_metrics *m, bool ready);
+void vw_metrics_set_fatal(vw_metrics *m);
+/* Updates consumer lag gauges from a librdkafka statistics JSON document. */
+void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len);
+
+/* Renders the Prometheus text (malloc'd, NUL-terminated); NULL on VW_ENOMEM. */
+char *vw_metrics_render(vw_metrics *m, size_t *len);
+
+/* Starts the HTTP endpoint on "host:port" (port 0: any free port). *port_out
+ * (may be NULL) receives the bound port. */
+vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err);
+
+#endif

@@ -1,0 +1,602 @@
+/* worker.c — the worker's lifecycle: the Kafka thread's loop, admission of
+ * consumed records, the executor thread, retries with backoff, the SIGTERM
+ * drain and replay (see worker.h, docs/worker.md "Design"). Kafka client
+ * details live in consumer.c and producer.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "admit_record.h"
+#include "worker_impl.h"
+
+enum { EXEC_QUEUE = 2, IDLE_POLL_MS = 100 };
+
+int64_t vw_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t vw_wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void vw_worker_wake(struct vw_worker *w) {
+    char c = 'x';
+    if (write(w->wake[1], &c, 1) < 0 && errno != EAGAIN) {
+        /* A full pipe already wakes the loop; nothing else can go wrong here. */
+    }
+}
+
+bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it) {
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        vw_item **grown = realloc(*list, c * sizeof *grown);
+        if (!grown)
+            return false;
+        *list = grown;
+        *cap = c;
+    }
+    (*list)[(*n)++] = it;
+    return true;
+}
+
+void vw_item_free(vw_item *it) {
+    if (!it)
+        return;
+    if (it->proc_item)
+        it->w->proc->ops->item_free(it->w->proc, it->proc_item);
+    vw_result_clear(&it->result);
+    free(it->request_id);
+    free(it->key);
+    free(it->value);
+    free(it->out_value);
+    free(it);
+}
+
+void vw_item_free_cb(void *it) {
+    vw_item_free(it);
+}
+
+/* ---- executor thread ------------------------------------------------------ */
+
+static void run_one_batch(struct vw_worker *w, vw_batch *b) {
+    void **items = malloc(b->n * sizeof *items);
+    vw_result *res = calloc(b->n, sizeof *res);
+    int64_t start_ms = vw_now_ms();
+    if (!items || !res) {
+        for (size_t i = 0; i < b->n; i++) {
+            vw_item *it = b->items[i];
+            it->result.kind = VW_RESULT_RETRY;
+            VW_FAIL(&it->result.err, VW_ENOMEM, "out_of_memory", "executor batch arrays");
+        }
+        goto done;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        vw_item *it = b->items[i];
+        items[i] = it->proc_item;
+        vw_metrics_observe(w->metrics, VW_H_QUEUE_DELAY,
+                           (double)(start_ms - it->admitted_ms) / 1e3);
+    }
+    double t0 = now_s();
+    w->proc->ops->run_batch(w->proc, items, b->n, res);
+    vw_metrics_observe(w->metrics, VW_H_EXEC, now_s() - t0);
+    for (size_t i = 0; i < b->n; i++)
+        ((vw_item *)b->items[i])->result = res[i];
+done:
+    free(items);
+    free(res);
+}
+
+static void *executor_main(void *arg) {
+    struct vw_worker *w = arg;
+    for (vw_batch *b; (b = vw_queue_pop(w->to_exec));) {
+        run_one_batch(w, b);
+        vw_queue_push(w->from_exec, b); /* the Kafka thread always drains it */
+        vw_worker_wake(w);
+    }
+    return NULL;
+}
+
+/* ---- admission ------------------------------------------------------------ */
+
+static void header(const rd_kafka_message_t *m, const char *name, const void **v, size_t *len) {
+    rd_kafka_headers_t *h = NULL;
+    *v = NULL;
+    *len = 0;
+    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, v, len))
+        *v = NULL;
+}
+
+static void *dup_bytes(const void *p, size_t n) {
+    void *d = malloc(n ? n : 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+/* The replay range of a partition, or NULL (run mode). */
+static const vw_range *range_of(const struct vw_worker *w, int32_t partition) {
+    for (size_t i = 0; i < w->n_ranges; i++)
+        if (w->ranges[i].partition == partition)
+            return &w->ranges[i];
+    return NULL;
+}
+
+static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint32_t epoch) {
+    vw_item *it = calloc(1, sizeof *it);
+    const void *hid, *reply;
+    size_t hid_len, reply_len;
+    rd_kafka_timestamp_type_t tstype;
+    if (!it)
+        return NULL;
+    it->w = w;
+    it->partition = m->partition;
+    it->offset = m->offset;
+    it->epoch = epoch;
+    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
+    it->admitted_ms = vw_now_ms();
+    header(m, VW_HDR_REQUEST_ID, &hid, &hid_len);
+    header(m, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
+    it->request_id =
+        vw_request_id(w->topic, m->partition, m->offset, hid, hid_len, m->key, m->key_len);
+    it->key = m->key ? dup_bytes(m->key, m->key_len) : NULL;
+    it->key_len = m->key ? m->key_len : 0;
+    it->value = dup_bytes(m->payload, m->payload ? m->len : 0);
+    it->value_len = m->payload ? m->len : 0;
+    it->reply_topic = vw_reply_topic(w->cfg, reply, reply_len);
+    if (!it->request_id || (m->key && !it->key) || !it->value) {
+        vw_item_free(it);
+        return NULL;
+    }
+    return it;
+}
+
+/* Runs the worker-level checks, then the processor's admit. Leaves the item
+ * either with a finished result, or with a pending processor item. */
+static void admit(struct vw_worker *w, vw_item *it) {
+    vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp, it->key,
+                     it->key_len, it->value,     it->value_len, it->request_id};
+    bool rejected = false;
+    vw_err err = {0};
+    if (vw_admit_check(&rec, w->cfg->limits.max_request_bytes, &rejected, &it->result, &err)) {
+        it->result.kind = VW_RESULT_FATAL;
+        it->result.err = err;
+        return;
+    }
+    if (rejected)
+        return;
+    vw_admission adm = {0};
+    if (w->proc->ops->admit(w->proc, &rec, &adm, &err)) {
+        vw_result_clear(&adm.result);
+        it->result.kind = VW_RESULT_FATAL;
+        it->result.err = err;
+    } else if (adm.finished) {
+        it->result = adm.result;
+    } else {
+        it->proc_item = adm.item;
+        it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
+    }
+}
+
+void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
+    uint32_t epoch;
+    vw_err err = {0};
+    const vw_range *r = range_of(w, m->partition);
+    if (!vw_offsets_is_assigned(w->tracker, w->topic, m->partition, &epoch) ||
+        (r && (m->offset < r->start || m->offset >= r->end)))
+        return; /* revoked meanwhile, or outside the replay range */
+    if (vw_offsets_track(w->tracker, w->topic, m->partition, m->offset, &err)) {
+        VW_LOG(w->log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
+               w->topic, (int)m->partition, (long long)m->offset, err.msg);
+        return;
+    }
+    vw_metrics_inc(w->metrics, VW_M_RECORDS_IN, 1);
+    vw_item *it = new_item(w, m, epoch);
+    if (!it) {
+        /* Out of memory: the tracked offset stays PENDING, so nothing past it
+         * is committed; the partition is replayed after a restart. */
+        VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld", w->topic,
+               (int)m->partition, (long long)m->offset);
+        return;
+    }
+    admit(w, it);
+    if (it->proc_item) {
+        if (vw_batcher_push(w->batcher, it, it->tokens, vw_now_ms(), &err) == VW_OK)
+            return;
+        it->result.kind = VW_RESULT_FATAL;
+        it->result.err = err;
+    }
+    if (vw_offsets_set_result(w->tracker, w->topic, it->partition, epoch, it->offset, it, NULL))
+        vw_item_free(it);
+}
+
+/* ---- results, retries, dispatch -------------------------------------------- */
+
+static int64_t backoff_ms(const vw_config *cfg, int attempts) {
+    int64_t b = cfg->delivery.retry_backoff_ms;
+    for (int i = 1; i < attempts && b < cfg->delivery.retry_backoff_max_ms; i++)
+        b *= 2;
+    return b < cfg->delivery.retry_backoff_max_ms ? b : cfg->delivery.retry_backoff_max_ms;
+}
+
+static void collect_item(struct vw_worker *w, vw_item *it) {
+    uint32_t epoch;
+    if (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, &epoch) ||
+        epoch != it->epoch) {
+        vw_item_free(it); /* its partition was revoked while it ran */
+        return;
+    }
+    if (it->result.kind == VW_RESULT_RETRY) {
+        /* Transient: never a rejection. Run it again after a backoff. */
+        it->attempts++;
+        it->due_ms = vw_now_ms() + backoff_ms(w->cfg, it->attempts);
+        vw_metrics_inc(w->metrics, VW_M_RETRIES, 1);
+        VW_LOG(w->log, VW_LOG_WARN, "worker",
+               "transient failure, retrying request_id=\"%s\" attempt=%d backoff_ms=%lld "
+               "type=%s",
+               it->request_id, it->attempts, (long long)(it->due_ms - vw_now_ms()),
+               it->result.err.type);
+        vw_result_clear(&it->result);
+        if (vw_items_push(&w->retry, &w->n_retry, &w->cap_retry, it))
+            return;
+        it->result.kind = VW_RESULT_FATAL;
+        VW_FAIL(&it->result.err, VW_ENOMEM, "out_of_memory", "retry list");
+    }
+    if (it->proc_item) { /* the processor is done with it */
+        w->proc->ops->item_free(w->proc, it->proc_item);
+        it->proc_item = NULL;
+    }
+    if (vw_offsets_set_result(w->tracker, w->topic, it->partition, it->epoch, it->offset, it, NULL))
+        vw_item_free(it);
+}
+
+void vw_worker_collect(struct vw_worker *w) {
+    for (vw_batch *b; (b = vw_queue_try_pop(w->from_exec));) {
+        w->exec_items -= b->n;
+        for (size_t i = 0; i < b->n; i++)
+            collect_item(w, b->items[i]);
+        vw_batch_free(b, NULL);
+    }
+}
+
+static void requeue_due(struct vw_worker *w, int64_t now) {
+    size_t kept = 0;
+    for (size_t i = 0; i < w->n_retry; i++) {
+        vw_item *it = w->retry[i];
+        if (it->due_ms > now || vw_batcher_push(w->batcher, it, it->tokens, now, NULL))
+            w->retry[kept++] = it;
+    }
+    w->n_retry = kept;
+}
+
+/* Hands closed batches to the executor while its queue has room. */
+static void dispatch(struct vw_worker *w, int64_t now) {
+    for (;;) {
+        if (!w->held && !vw_batcher_take(w->batcher, now, &w->held))
+            return;
+        size_t n = w->held->n;
+        int64_t tokens = w->held->tokens;
+        if (!vw_queue_try_push(w->to_exec, w->held))
+            return;
+        w->held = NULL;
+        w->exec_items += n;
+        vw_metrics_inc(w->metrics, VW_M_BATCHES, 1);
+        vw_metrics_observe(w->metrics, VW_H_BATCH_SIZE, (double)n);
+        vw_metrics_observe(w->metrics, VW_H_BATCH_TOKENS, (double)tokens);
+    }
+}
+
+static bool same_partition(void *item, void *ctx) {
+    return ((vw_item *)item)->partition == *(const int32_t *)ctx;
+}
+
+void vw_worker_drop_partition(struct vw_worker *w, int32_t partition) {
+    size_t dropped = vw_batcher_remove_if(w->batcher, same_partition, &partition, vw_item_free_cb);
+    size_t kept = 0;
+    for (size_t i = 0; i < w->n_retry; i++) {
+        if (w->retry[i]->partition == partition) {
+            vw_item_free(w->retry[i]);
+            dropped++;
+        } else {
+            w->retry[kept++] = w->retry[i];
+        }
+    }
+    w->n_retry = kept;
+    if (w->held) {
+        kept = 0;
+        for (size_t i = 0; i < w->held->n; i++) {
+            if (same_partition(w->held->items[i], &partition)) {
+                vw_item_free(w->held->items[i]);
+                dropped++;
+            } else {
+                w->held->items[kept] = w->held->items[i];
+                w->held->costs[kept++] = w->held->costs[i];
+            }
+        }
+        w->held->n = kept;
+    }
+    if (dropped)
+        VW_LOG(w->log, VW_LOG_INFO, "worker", "abandoned queued work tp=%s:%d records=%zu",
+               w->topic, (int)partition, dropped);
+}
+
+/* ---- the loop ---------------------------------------------------------------- */
+
+static int timeout_ms(struct vw_worker *w, int64_t now) {
+    int64_t t = IDLE_POLL_MS, d = vw_batcher_deadline(w->batcher);
+    if (!w->held && d - now < t)
+        t = d - now;
+    for (size_t i = 0; i < w->n_retry; i++)
+        if (w->retry[i]->due_ms - now < t)
+            t = w->retry[i]->due_ms - now;
+    if (!w->replay && w->next_commit_ms - now < t)
+        t = w->next_commit_ms - now;
+    return t < 0 ? 0 : (int)t;
+}
+
+static void wait_and_drain(struct vw_worker *w, int ms) {
+    struct pollfd p = {.fd = w->wake[0], .events = POLLIN};
+    char buf[256];
+    if (poll(&p, 1, ms) > 0)
+        while (read(w->wake[0], buf, sizeof buf) > 0) {
+        }
+}
+
+/* One turn of the Kafka thread. */
+static void turn(struct vw_worker *w, int wait) {
+    wait_and_drain(w, wait);
+    vw_consumer_poll(w);
+    vw_producer_poll(w, 0);
+    vw_worker_collect(w);
+    int64_t now = vw_now_ms();
+    requeue_due(w, now);
+    if (w->stopping)
+        vw_batcher_flush(w->batcher, now);
+    dispatch(w, now);
+    vw_produce_ready(w);
+    if (!w->replay && now >= w->next_commit_ms) {
+        vw_consumer_commit(w, false);
+        w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
+    }
+    size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
+    if (w->paused && !w->stopping && in_flight <= (size_t)w->cfg->limits.max_in_flight / 2)
+        vw_consumer_pause(w, false);
+    vw_metrics_set_in_flight(w->metrics, (int64_t)in_flight);
+}
+
+static bool idle(struct vw_worker *w) {
+    return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->held && !w->n_retry &&
+           !w->n_redo && !vw_batcher_pending(w->batcher) && !w->exec_items;
+}
+
+static vw_status start(struct vw_worker *w, vw_err *err) {
+    vw_status st = vw_consumer_open(w, err);
+    if (!st && !w->sink)
+        st = vw_producer_open(w, err);
+    if (st)
+        return st;
+    if (pthread_create(&w->exec_thread, NULL, executor_main, w))
+        return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
+    w->exec_started = true;
+    bool ready = !w->proc->ops->ready || w->proc->ops->ready(w->proc);
+    vw_metrics_set_ready(w->metrics, ready);
+    return VW_OK;
+}
+
+/* SIGTERM: stop fetching, finish what is in flight within the grace period,
+ * commit what was delivered. */
+static void drain(struct vw_worker *w) {
+    int64_t t0 = vw_now_ms();
+    w->stopping = true;
+    w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
+    vw_consumer_pause(w, true);
+    while (!w->fatal && !idle(w) && vw_now_ms() < w->stop_deadline_ms)
+        turn(w, 10);
+    if (!w->replay)
+        vw_consumer_commit(w, true);
+    VW_LOG(w->log, VW_LOG_INFO, "worker", "drained in_flight=%zu elapsed_ms=%lld",
+           vw_offsets_in_flight(w->tracker, NULL, 0), (long long)(vw_now_ms() - t0));
+}
+
+/* Closes the clients and the executor, in the order the commit rule needs. */
+static void stop(struct vw_worker *w) {
+    w->stopping = true;
+    if (!w->stop_deadline_ms)
+        w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
+    vw_consumer_close(w); /* a revoke may still produce and commit */
+    if (w->exec_started) {
+        vw_queue_close(w->to_exec);
+        pthread_join(w->exec_thread, NULL);
+        w->exec_started = false;
+        vw_worker_collect(w);
+    }
+    if (w->producer) {
+        int64_t left = w->stop_deadline_ms - vw_now_ms();
+        rd_kafka_flush(w->producer, left > 1000 ? (int)left : 1000);
+        rd_kafka_purge(w->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(w->producer, 0); /* purged delivery reports free their items */
+        rd_kafka_queue_io_event_enable(w->pq, -1, NULL, 0);
+        rd_kafka_queue_destroy(w->pq);
+        w->pq = NULL;
+        rd_kafka_destroy(w->producer);
+        w->producer = NULL;
+    }
+}
+
+vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *proc,
+                        vw_metrics *metrics, vw_worker **out, vw_err *err) {
+    *out = NULL;
+    struct vw_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
+    w->cfg = cfg;
+    w->log = log;
+    w->proc = proc;
+    w->metrics = metrics;
+    w->topic = cfg->topics.input;
+    w->results_topic = cfg->topics.results;
+    w->wake[0] = w->wake[1] = -1;
+    w->tracker = vw_offsets_new(vw_item_free_cb);
+    w->batcher = vw_batcher_new(cfg->batching.max_tokens, cfg->batching.max_requests,
+                                cfg->batching.max_wait_ms);
+    w->to_exec = vw_queue_new(EXEC_QUEUE);
+    w->from_exec = vw_queue_new(EXEC_QUEUE + 2);
+    if (!w->tracker || !w->batcher || !w->to_exec || !w->from_exec) {
+        vw_worker_free(w);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
+    }
+    if (pipe2(w->wake, O_NONBLOCK | O_CLOEXEC)) {
+        vw_worker_free(w);
+        return VW_FAIL(err, VW_EIO, "pipe", "wake pipe: %s", strerror(errno));
+    }
+    *out = w;
+    return VW_OK;
+}
+
+vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *err) {
+    vw_status st = start(w, err);
+    if (st) {
+        stop(w);
+        return st;
+    }
+    VW_LOG(w->log, VW_LOG_INFO, "worker", "running topic=%s results=%s processor=%s", w->topic,
+           w->results_topic, w->proc->ops->name);
+    while (!*stop_flag && !w->fatal)
+        turn(w, timeout_ms(w, vw_now_ms()));
+    if (!w->fatal)
+        drain(w);
+    stop(w);
+    if (w->fatal)
+        return VW_FAIL(err, VW_EKAFKA, "kafka_fatal", "fatal librdkafka error (see the log)");
+    return VW_OK;
+}
+
+/* ---- replay -------------------------------------------------------------------- */
+
+/* Pauses finished partitions; true when every range is consumed. */
+static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t *l) {
+    bool all = true;
+    if (rd_kafka_position(w->consumer, l))
+        return false;
+    for (int i = 0; i < l->cnt; i++) {
+        const vw_range *r = range_of(w, l->elems[i].partition);
+        if (l->elems[i].offset >= r->end) {
+            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(one, w->topic, l->elems[i].partition);
+            rd_kafka_pause_partitions(w->consumer, one);
+            rd_kafka_topic_partition_list_destroy(one);
+        } else {
+            all = false;
+        }
+    }
+    return all;
+}
+
+static void progress(struct vw_worker *w, int64_t t0, bool last) {
+    double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? w->replay_done / secs : 0;
+    size_t left = w->replay_total > w->replay_done ? w->replay_total - w->replay_done : 0;
+    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %.1f s%s",
+            w->replay_done, w->replay_total,
+            w->replay_total ? 100.0 * (double)w->replay_done / (double)w->replay_total : 100.0,
+            rate, rate > 0 ? (double)left / rate : 0.0, last ? "\n" : "\r");
+    fflush(stderr);
+}
+
+static vw_status replay_assign(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
+                               vw_err *err) {
+    for (size_t i = 0; i < w->n_ranges; i++) {
+        const vw_range *r = &w->ranges[i];
+        VW_LOG(w->log, VW_LOG_INFO, "replay", "range tp=%s:%d start=%lld end=%lld", w->topic,
+               (int)r->partition, (long long)r->start, (long long)r->end);
+        if (r->start >= r->end)
+            continue;
+        rd_kafka_topic_partition_list_add(l, w->topic, r->partition)->offset = r->start;
+        vw_offsets_assign(w->tracker, w->topic, r->partition, NULL, NULL);
+        w->replay_total += (size_t)(r->end - r->start);
+    }
+    rd_kafka_resp_err_t e = l->cnt ? rd_kafka_assign(w->consumer, l) : 0;
+    if (e)
+        return VW_FAIL(err, VW_EKAFKA, "kafka_assign", "assign: %s", rd_kafka_err2str(e));
+    return VW_OK;
+}
+
+vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,
+                           const char *results_topic, volatile sig_atomic_t *stop_flag,
+                           vw_err *err) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n_ranges + 1);
+    w->replay = true;
+    w->sink = out;
+    if (results_topic)
+        w->results_topic = results_topic;
+    w->ranges = calloc(n_ranges + 1, sizeof *w->ranges);
+    if (!w->ranges || !l) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "replay ranges");
+    }
+    for (size_t i = 0; i < n_ranges; i++)
+        w->ranges[i] = (vw_range){ranges[i].partition, ranges[i].start, ranges[i].end};
+    w->n_ranges = n_ranges;
+    vw_status st = start(w, err);
+    if (!st)
+        st = replay_assign(w, l, err);
+    int64_t t0 = vw_now_ms(), next_report = t0;
+    while (!st && !*stop_flag && !w->fatal) {
+        turn(w, timeout_ms(w, vw_now_ms()));
+        bool done = (!l->cnt || ranges_consumed(w, l)) && idle(w);
+        if (done || vw_now_ms() >= next_report) {
+            progress(w, t0, done);
+            next_report = vw_now_ms() + 1000;
+        }
+        if (done)
+            break;
+    }
+    if (!st && (*stop_flag || w->fatal)) {
+        progress(w, t0, true);
+        st = VW_FAIL(err, w->fatal ? VW_EKAFKA : VW_ETRANSIENT, "replay_stopped",
+                     "replay stopped before the end (%zu of %zu records)", w->replay_done,
+                     w->replay_total);
+    }
+    stop(w);
+    rd_kafka_topic_partition_list_destroy(l);
+    return st;
+}
+
+static void free_batch_items(void *b) {
+    vw_batch_free(b, vw_item_free_cb);
+}
+
+void vw_worker_free(vw_worker *w) {
+    if (!w)
+        return;
+    if (w->consumer || w->producer || w->exec_started)
+        stop(w);
+    vw_batch_free(w->held, vw_item_free_cb);
+    vw_batcher_free(w->batcher, vw_item_free_cb);
+    for (size_t i = 0; i < w->n_retry; i++)
+        vw_item_free(w->retry[i]);
+    for (size_t i = 0; i < w->n_redo; i++)
+        vw_item_free(w->redo[i]);
+    free(w->retry);
+    free(w->redo);
+    vw_queue_free(w->to_exec, free_batch_items);
+    vw_queue_free(w->from_exec, free_batch_items);
+    vw_offsets_free(w->tracker);
+    for (int i = 0; i < 2; i++)
+        if (w->wake[i] >= 0)
+            close(w->wake[i]);
+    free(w->ranges);
+    free(w);
+}

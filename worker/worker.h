@@ -1,0 +1,59 @@
+/* worker.h — the Kafka worker: consumer group in, micro-batches through a
+ * processor, one result record out per request, offsets committed after
+ * delivery (docs/worker.md "Design").
+ *
+ * Threads: the caller of vw_worker_run/vw_worker_replay becomes the Kafka
+ * thread: it alone polls the consumer and the producer, so the rebalance,
+ * commit, delivery-report and error callbacks run on it, and it alone owns the
+ * offset tracker and the batcher. An executor thread started by the worker runs
+ * the processor's run_batch on closed micro-batches; the two meet in two bounded
+ * queues. Backpressure pauses the assigned partitions (polling continues) while
+ * more than limits.max_in_flight records are unacknowledged.
+ *
+ * Ownership: cfg, log, proc and metrics are borrowed and must outlive the
+ * worker. Errors: VW_EKAFKA for client failures (and a fatal librdkafka error
+ * during the run), VW_EINVAL for a bad configuration, VW_ENOMEM.
+ */
+#ifndef VW_WORKER_H
+#define VW_WORKER_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "processor.h"
+#include "vw_status.h"
+
+typedef struct vw_worker vw_worker;
+
+vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *proc,
+                        vw_metrics *metrics, vw_worker **out, vw_err *err);
+
+/* Joins the group and serves until *stop becomes non-zero (SIGTERM/SIGINT),
+ * then drains: stops fetching, finishes the batcher and the executor, produces
+ * and flushes every result, commits, closes the consumer, all within
+ * shutdown.grace_ms (work still unfinished then is left uncommitted, so it is
+ * replayed later). VW_OK after a clean stop. */
+vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop, vw_err *err);
+
+/* One replayed partition range [start, end) of the input topic. */
+typedef struct vw_replay_range {
+    int32_t partition;
+    int64_t start, end;
+} vw_replay_range;
+
+/* Replay: reads the given ranges of the input topic without a group (no
+ * commits), runs every record through the same admission and processor path
+ * as run, and writes each result either as one JSON line to out (when out is
+ * not NULL) or to results_topic. Progress goes to stderr. Returns when every
+ * range is done (VW_OK) or *stop is set (VW_ETRANSIENT). */
+vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,
+                           const char *results_topic, volatile sig_atomic_t *stop, vw_err *err);
+
+/* NULL is a no-op. */
+void vw_worker_free(vw_worker *w);
+
+#endif

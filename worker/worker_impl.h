@@ -1,0 +1,130 @@
+/* worker_impl.h — the worker's internals, shared by worker.c (loop, executor
+ * thread, results), consumer.c (intake, rebalance, commits) and producer.c
+ * (results, dead letters, delivery reports). Not a public header.
+ *
+ * Threads: the Kafka thread (vw_worker_run's caller) owns everything here
+ * except the executor thread's side of to_exec/from_exec and the items of the
+ * batch it is running; metrics are atomic; the wake pipe is written by
+ * librdkafka (queue I/O events) and the executor, read by the Kafka thread.
+ */
+#ifndef VW_WORKER_IMPL_H
+#define VW_WORKER_IMPL_H
+
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "batcher.h"
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "offsets.h"
+#include "processor.h"
+#include "worker.h"
+
+/* One consumed record on its way to a result. Owned by whoever holds it: the
+ * batcher, the executor batch, the retry list, the tracker (READY) or
+ * librdkafka's opaque (PRODUCING, until the delivery report). */
+typedef struct vw_item {
+    struct vw_worker *w;
+    int32_t partition;
+    int64_t offset;
+    uint32_t epoch;
+    int64_t timestamp;   /* record timestamp (ms), -1 if none */
+    int64_t admitted_ms; /* monotonic, for queue delay */
+    char *request_id;
+    void *key;
+    size_t key_len;
+    void *value; /* request bytes: kept for the dead-letter topic */
+    size_t value_len;
+    const char *reply_topic; /* from the allow-list (config-owned) or NULL */
+    void *proc_item;         /* the processor's pending item, or NULL */
+    int64_t tokens;
+    int attempts;     /* RETRY results so far */
+    int64_t due_ms;   /* retry list: when to batch again */
+    vw_result result; /* filled at admission (finished) or by the executor */
+    char *out_value;  /* produced bytes (owned here until the delivery report) */
+    size_t out_len;
+    bool dead_letter; /* produced to the DLQ topic */
+    bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */
+} vw_item;
+
+/* A replay range of one partition: [start, end). */
+typedef struct vw_range {
+    int32_t partition;
+    int64_t start, end;
+} vw_range;
+
+struct vw_worker {
+    const vw_config *cfg;
+    const vw_log *log;
+    vw_processor *proc;
+    vw_metrics *metrics;
+    const char *topic; /* input topic (config-owned) */
+    rd_kafka_t *consumer, *producer;
+    rd_kafka_queue_t *cq; /* the consumer queue (I/O events -> wake pipe) */
+    rd_kafka_queue_t *pq; /* the producer main queue */
+    int wake[2];          /* non-blocking pipe */
+    vw_offsets *tracker;
+    vw_batcher *batcher;
+    vw_batch *held; /* a closed batch the executor queue had no room for */
+    vw_queue *to_exec, *from_exec;
+    pthread_t exec_thread;
+    bool exec_started;
+    size_t exec_items; /* items handed to the executor and not yet back */
+    vw_item **retry;   /* RETRY items waiting for their backoff */
+    size_t n_retry, cap_retry;
+    vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
+    size_t n_redo, cap_redo;
+    bool paused, stopping, fatal, commit_in_flight;
+    int64_t next_commit_ms;
+    int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
+    /* replay mode (vw_worker_replay) */
+    bool replay;
+    vw_range *ranges;
+    size_t n_ranges;
+    FILE *sink; /* JSONL output instead of a results topic, or NULL */
+    const char *results_topic;
+    size_t replay_total, replay_done;
+};
+
+/* Monotonic and wall-clock milliseconds. */
+int64_t vw_now_ms(void);
+int64_t vw_wall_ms(void);
+
+/* Wakes the Kafka thread (any thread). */
+void vw_worker_wake(struct vw_worker *w);
+
+/* Appends to a growable item list; false on allocation failure. */
+bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it);
+
+/* Items. vw_item_free releases the processor item too; NULL is a no-op. */
+void vw_item_free(vw_item *it);
+void vw_item_free_cb(void *it);
+
+/* consumer.c */
+vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
+void vw_consumer_poll(struct vw_worker *w);
+void vw_consumer_pause(struct vw_worker *w, bool pause);
+void vw_consumer_commit(struct vw_worker *w, bool sync);
+void vw_consumer_close(struct vw_worker *w);
+
+/* producer.c */
+vw_status vw_producer_open(struct vw_worker *w, vw_err *err);
+void vw_produce_ready(struct vw_worker *w);
+void vw_producer_poll(struct vw_worker *w, int timeout_ms);
+
+/* worker.c: admission of one consumed record (the Kafka thread). */
+void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m);
+/* worker.c: results the executor sent back, handled on the Kafka thread. */
+void vw_worker_collect(struct vw_worker *w);
+/* worker.c: drops batched/retrying items of a partition (revoke). */
+void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
+
+/* librdkafka conf helpers (consumer.c): set one property, logging failures. */
+vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
+vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, vw_err *err);
+
+#endif
