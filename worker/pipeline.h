@@ -1,0 +1,22 @@
+/* pipeline.h — the model processor (processor.h) over core/engine.h: admit
+ * plans a request (admission + render; rejections finish at once), run_batch
+ * scores a micro-batch of plans in one executor call and returns one envelope
+ * per item.
+ *
+ * Failures: an executor VW_ETRANSIENT makes every item of the batch RETRY; any
+ * other batch failure is retried item by item so one poison request cannot sink
+ * its neighbours, and an item that still fails is FATAL (dead-lettered).
+ * Ownership: the processor owns the engine; items are plans (vw_plan_free).
+ * Thread-safety: admit and run_batch may overlap (engine.h). */
+#ifndef VW_PIPELINE_H
+#define VW_PIPELINE_H
+
+#include "config.h"
+#include "log.h"
+#include "processor.h"
+
+/* Opens model.bundle on model.device (auto|cpu|cuda) and logs the choice. */
+vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor **out,
+                           vw_err *err);
+
+#endif
