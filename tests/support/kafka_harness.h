@@ -1,0 +1,100 @@
+/* kafka_harness.h — integration-test helpers: start `vela-worker broker` and
+ * `vela-worker run`/`replay` as separate processes (binary from $VW_WORKER_BIN,
+ * set by CMake), produce with librdkafka, read results with kcat (a real peer
+ * client) and committed offsets with a group offset fetch.
+ *
+ * Every process is started by its pid and stopped by that pid only. Files go to
+ * a per-test directory under /tmp (kept when a test fails, for its logs).
+ * Functions return 0 on success, -1 on failure (with a message on stderr).
+ */
+#ifndef VW_KAFKA_HARNESS_H
+#define VW_KAFKA_HARNESS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct vw_kh_broker {
+    pid_t pid;
+    int control_fd; /* the broker's stdin (--control), -1 when closed */
+    char bootstrap[512];
+} vw_kh_broker;
+
+typedef struct vw_kh_proc {
+    pid_t pid;
+    char log_path[256]; /* its stderr */
+    char out_path[256]; /* its stdout */
+    int status;         /* exit status once stopped */
+} vw_kh_proc;
+
+/* A fresh directory for this test's files (static storage, valid until exit). */
+const char *vw_kh_dir(void);
+
+/* Starts `vela-worker broker --topics SPEC --control` and reads its bootstrap line. */
+int vw_kh_broker_start(const char *topics, vw_kh_broker *b);
+/* Sends one control line (see worker/broker.h). */
+int vw_kh_broker_control(vw_kh_broker *b, const char *line);
+void vw_kh_broker_stop(vw_kh_broker *b);
+
+/* Writes a worker config for the broker: group `group`, the test timings of
+ * kafka-worker-anchors.md §1.5, test-echo processor, metrics on a free port,
+ * plus extra_yaml (whole sections, may be NULL). Returns a path (static buffer
+ * per call index is not kept: copy it). */
+int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *extra_yaml, char *path,
+                       size_t cap);
+
+/* Runs `vela-worker <argv...>` with extra environment entries ("K=V", NULL-terminated,
+ * may be NULL). name labels its log files. */
+int vw_kh_spawn(const char *name, char *const *args, char *const *extra_env, vw_kh_proc *p);
+/* Starts `vela-worker run --config cfg`. */
+int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env, vw_kh_proc *p);
+/* Waits until the process's log contains needle; -1 on timeout or exit. */
+int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms);
+/* Counts occurrences of needle in the log. */
+int vw_kh_count_log(const vw_kh_proc *p, const char *needle);
+/* Sends sig (0: none) and waits up to timeout_ms for the exit; SIGKILL after
+ * that. Returns the exit code (128+signal when killed), -1 when it had to be killed. */
+int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms);
+/* Prints the last lines of the log to stderr (for failing tests). */
+void vw_kh_dump_log(const vw_kh_proc *p);
+
+typedef struct vw_kh_msg {
+    int32_t partition; /* -1: by key */
+    const char *key;   /* NULL: no key */
+    const void *value;
+    size_t len;              /* 0 with value != NULL: strlen(value) */
+    const char *hdr_name[2]; /* optional headers */
+    const char *hdr_value[2];
+} vw_kh_msg;
+
+/* Produces and flushes (acks=all); the returned array (may be NULL) receives
+ * each message's partition and offset. */
+int vw_kh_produce(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
+                  int32_t *partitions, int64_t *offsets);
+
+/* Reads the whole topic with kcat -J until at least `want` records are there
+ * or timeout_ms passed; returns a JSON array of kcat records (caller decrefs),
+ * each {"topic","partition","offset","key","payload","headers":[k,v,...]}. */
+json_t *vw_kh_consume(const char *bootstrap, const char *topic, size_t want, int timeout_ms);
+/* Value of header name in a kcat record, or NULL. */
+const char *vw_kh_header(const json_t *rec, const char *name);
+
+/* Committed offsets of group for partitions 0..n-1 (-1001 = none). */
+int vw_kh_committed(const char *bootstrap, const char *group, const char *topic, int n,
+                    int64_t *out);
+/* High watermarks of partitions 0..n-1. */
+int vw_kh_end_offsets(const char *bootstrap, const char *topic, int n, int64_t *out);
+/* Polls vw_kh_committed until it equals want[] for all n partitions. */
+int vw_kh_wait_committed(const char *bootstrap, const char *group, const char *topic, int n,
+                         const int64_t *want, int timeout_ms);
+
+/* GET http://127.0.0.1:port/path; returns the body (malloc'd) and the HTTP code. */
+char *vw_kh_http_get(int port, const char *path, int *code);
+/* The metrics port a worker logged ("metrics listening port=N"), or -1. */
+int vw_kh_metrics_port(const vw_kh_proc *p, int timeout_ms);
+
+int64_t vw_kh_now_ms(void);
+void vw_kh_sleep_ms(int ms);
+
+#endif
