@@ -36,7 +36,8 @@ vw_status vw_windows(const int32_t *first, size_t n_words, int64_t length, int64
         return VW_FAIL(err, VW_ENOMEM, "oom", "windows");
     if (n_words)
         memcpy(s, first, n_words * sizeof *s);
-    qsort(s, n_words, sizeof *s, cmp_i32);
+    if (n_words)
+        qsort(s, n_words, sizeof *s, cmp_i32);
     for (size_t i = 0; i < n_words; i++)
         if (!n || s[n - 1] != s[i])
             s[n++] = s[i];
