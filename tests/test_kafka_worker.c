@@ -1,0 +1,311 @@
+/* test_kafka_worker.c — `vela-worker run` end to end against `vela-worker
+ * broker`, with the test-only echo processor: the happy path (N requests -> N
+ * results, keys, headers, per-partition order, committed offsets = end,
+ * backpressure, metrics), worker-level rejections with their exact triples
+ * while the partition keeps moving, reply-topic allow-list, transient failures
+ * retried (never rejected), and a result too large to produce going to the DLQ. */
+#include "kafka_harness.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOPICS "requests:4,results:4,requests.dlq:1,replies:1"
+
+typedef struct env {
+    vw_kh_broker b;
+    vw_kh_proc w;
+    char cfg[256];
+} env;
+
+static void start(env *e, const char *group, const char *extra, char *const *extra_env) {
+    cr_assert_eq(vw_kh_broker_start(TOPICS, &e->b), 0);
+    cr_assert_eq(vw_kh_write_config(&e->b, group, extra, e->cfg, sizeof e->cfg), 0);
+    cr_assert_eq(vw_kh_worker_start("worker", e->cfg, extra_env, &e->w), 0);
+}
+
+static void finish(env *e) {
+    int rc = vw_kh_stop(&e->w, SIGTERM, 20000);
+    if (rc != 0)
+        vw_kh_dump_log(&e->w);
+    vw_kh_broker_stop(&e->b);
+    cr_assert_eq(rc, 0, "SIGTERM: the worker drains and exits 0");
+}
+
+static json_t *payload(const json_t *rec) {
+    json_t *v = json_loads(json_string_value(json_object_get(rec, "payload")), 0, NULL);
+    cr_assert_not_null(v, "result payload is JSON");
+    return v;
+}
+
+/* The record with this key, or NULL. */
+static json_t *by_key(json_t *recs, const char *key) {
+    size_t k;
+    json_t *r;
+    json_array_foreach(recs, k, r) {
+        const char *rk = json_string_value(json_object_get(r, "key"));
+        if (rk && !strcmp(rk, key))
+            return r;
+    }
+    return NULL;
+}
+
+/* The metrics value of a sample line "name value", or -1. */
+static double metric(const char *text, const char *name) {
+    char pat[256];
+    snprintf(pat, sizeof pat, "\n%s ", name);
+    const char *s = text ? strstr(text, pat) : NULL;
+    return s ? atof(s + strlen(pat)) : -1;
+}
+
+enum { N = 200 };
+
+Test(kafka_worker, happy_path, .timeout = 120) {
+    env e;
+    start(&e, "happy",
+          "batching: {max_tokens: 4096, max_requests: 8, max_wait_ms: 5}\n"
+          "limits: {max_in_flight: 16}\n",
+          NULL);
+    static vw_kh_msg msgs[N];
+    static char keys[N][16], vals[N][96], hids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%03d", i);
+        snprintf(vals[i], sizeof vals[i], "{\"state\":\"s%d\",\"questions\":{\"q%d\":{}}}", i, i);
+        msgs[i] = (vw_kh_msg){.partition = -1, .key = keys[i], .value = vals[i]};
+        if (i % 10 == 0) { /* request-id header overrides the key */
+            snprintf(hids[i], sizeof hids[i], "id-%d", i);
+            msgs[i].hdr_name[0] = "request-id";
+            msgs[i].hdr_value[0] = hids[i];
+        }
+    }
+    int32_t parts[N];
+    int64_t offs[N];
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, N, parts, offs), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", N, 60000);
+    if (json_array_size(res) != N)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(json_array_size(res), N, "one result per request, got %zu", json_array_size(res));
+    static int seen[N];
+    int64_t last[4][4]; /* [results partition][input partition] last source offset */
+    memset(last, 0xff, sizeof last);
+    size_t k;
+    json_t *r;
+    json_array_foreach(res, k, r) {
+        const char *key = json_string_value(json_object_get(r, "key"));
+        int i = atoi(key + 1);
+        cr_assert(i >= 0 && i < N && !strcmp(key, keys[i]), "key %s unchanged", key);
+        cr_assert_eq(seen[i]++, 0, "no duplicate for %s", key);
+        char src[64];
+        snprintf(src, sizeof src, "requests:%d:%lld", parts[i], (long long)offs[i]);
+        cr_assert_str_eq(vw_kh_header(r, "source"), src);
+        cr_assert_str_eq(vw_kh_header(r, "vela-status"), "200");
+        cr_assert_str_eq(vw_kh_header(r, "vela-model"), "test-echo@0");
+        cr_assert_str_eq(vw_kh_header(r, "request-id"), i % 10 == 0 ? hids[i] : keys[i]);
+        json_t *v = payload(r);
+        cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")),
+                         i % 10 == 0 ? hids[i] : keys[i]);
+        json_t *s = json_object_get(v, "source");
+        cr_assert_str_eq(json_string_value(json_object_get(s, "topic")), "requests");
+        cr_assert_eq(json_integer_value(json_object_get(s, "partition")), parts[i]);
+        cr_assert_eq(json_integer_value(json_object_get(s, "offset")), offs[i]);
+        cr_assert(json_integer_value(json_object_get(s, "timestamp")) > 0);
+        char q[16];
+        snprintf(q, sizeof q, "q%d", i);
+        cr_assert_str_eq(json_string_value(json_object_get(
+                             json_object_get(json_object_get(v, "answers"), q), "echo")),
+                         q);
+        json_decref(v);
+        /* Per-key order: within a results partition, results of one input
+         * partition appear in input offset order. */
+        int rp = (int)json_integer_value(json_object_get(r, "partition"));
+        cr_assert_gt(offs[i], last[rp][parts[i]], "order within requests[%d]", parts[i]);
+        last[rp][parts[i]] = offs[i];
+    }
+    json_decref(res);
+    int64_t end[4];
+    cr_assert_eq(vw_kh_end_offsets(e.b.bootstrap, "requests", 4, end), 0);
+    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "happy", "requests", 4, end, 15000), 0,
+                 "committed offsets reach the end of every partition");
+    int port = vw_kh_metrics_port(&e.w, 1000), code;
+    char *m = vw_kh_http_get(port, "/metrics", &code);
+    cr_assert_eq(code, 200);
+    cr_assert_eq(metric(m, "vela_worker_records_consumed_total"), N);
+    cr_assert_eq(metric(m, "vela_worker_results_total{status=\"200\"}"), N);
+    cr_assert_gt(metric(m, "vela_worker_pauses_total"), 0, "max_in_flight 16 < 200: paused");
+    cr_assert_geq(metric(m, "vela_worker_batches_total"), N / 8);
+    cr_assert_eq(metric(m, "vela_worker_batch_size_count"), metric(m, "vela_worker_batches_total"));
+    cr_assert_gt(metric(m, "vela_worker_commits_total"), 0);
+    cr_assert_eq(metric(m, "vela_worker_dead_letters_total"), 0);
+    cr_assert_eq(metric(m, "vela_worker_e2e_latency_seconds_count"), N);
+    cr_assert_eq(metric(m, "vela_worker_in_flight"), 0);
+    free(m);
+    char *body = vw_kh_http_get(port, "/readyz", &code);
+    cr_assert_eq(code, 200);
+    free(body);
+    body = vw_kh_http_get(port, "/healthz", &code);
+    cr_assert_eq(code, 200);
+    free(body);
+    finish(&e);
+}
+
+/* Expected (key, vela-status, payload without request_id/source) per record. */
+typedef struct reject_case {
+    const char *key, *value;
+    size_t len;
+    const char *status, *detail;
+} reject_case;
+
+Test(kafka_worker, rejections_keep_the_partition_moving, .timeout = 120) {
+    static const reject_case cases[] = {
+        {"ok-1", "{\"state\":\"a\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
+        {"notjson", "not json", 0, "400",
+         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
+         "\"json_invalid\"}]"},
+        {"trunc", "{\"state\": \"a\",", 0, "400",
+         "[{\"loc\":[\"body\",14],\"msg\":\"JSON decode error: Expecting property name enclosed "
+         "in double quotes\",\"type\":\"json_invalid\"}]"},
+        {"big", "{\"state\":\"0123456789012345678901234567890123456789012345678901234567890\"}", 0,
+         "413",
+         "[{\"loc\":[\"body\"],\"msg\":\"Data should have at most 64 bytes\",\"type\":"
+         "\"too_long\"}]"},
+        {"array", "[1,2]", 0, "400",
+         "[{\"loc\":[\"body\"],\"msg\":\"Input should be a valid dictionary or object to "
+         "extract fields from\",\"type\":\"model_attributes_type\"}]"},
+        {"utf8", "{\"s\":\"\xc3\x28\"}", 0, "400",
+         "[{\"loc\":[\"body\",6],\"msg\":\"JSON decode error: 'utf-8' codec can't decode byte "
+         "0xc3 in position 6: invalid continuation byte\",\"type\":\"json_invalid\"}]"},
+        {"bom", "\xef\xbb\xbf{}", 0, "400",
+         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Unexpected UTF-8 BOM (decode using "
+         "utf-8-sig)\",\"type\":\"json_invalid\"}]"},
+        {"surrogate", "{\"state\":\"\\ud800\"}", 0, "400",
+         "[{\"loc\":[\"body\"],\"msg\":\"the request contains an unpaired surrogate\",\"type\":"
+         "\"json_invalid\"}]"},
+        {"empty", NULL, 0, "400",
+         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
+         "\"json_invalid\"}]"},
+        {"noq", "{\"state\":\"a\"}", 0, "422",
+         "[{\"loc\":[\"body\",\"questions\"],\"msg\":\"Field required\",\"type\":\"missing\"}]"},
+        {"ok-2", "{\"state\":\"b\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
+    };
+    enum { NC = sizeof cases / sizeof cases[0] };
+    env e;
+    char *extra_env[] = {"VELA_TOPICS_REPLY_ALLOW=replies", NULL};
+    start(&e, "reject", "limits: {max_request_bytes: 64}\n", extra_env);
+    vw_kh_msg msgs[NC + 2];
+    for (int i = 0; i < NC; i++)
+        msgs[i] = (vw_kh_msg){.partition = 0, .key = cases[i].key, .value = cases[i].value};
+    /* reply-topic: honoured when allowed, ignored otherwise. */
+    msgs[NC] = (vw_kh_msg){.partition = 1,
+                           .key = "to-replies",
+                           .value = "{\"questions\":{}}",
+                           .hdr_name = {"reply-topic"},
+                           .hdr_value = {"replies"}};
+    msgs[NC + 1] = (vw_kh_msg){.partition = 1,
+                               .key = "to-evil",
+                               .value = "{\"questions\":{}}",
+                               .hdr_name = {"reply-topic"},
+                               .hdr_value = {"evil"}};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, NC + 2, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", NC + 1, 60000);
+    if (json_array_size(res) != NC + 1)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(json_array_size(res), NC + 1);
+    /* Results are keyed like their requests, so they spread over the results
+     * partitions; each is found by key and checked against its input offset. */
+    cr_assert_not_null(by_key(res, "to-evil"), "a reply-topic outside the allow-list is ignored");
+    for (size_t i = 0; i < NC; i++) {
+        const char *key = cases[i].key;
+        json_t *r = by_key(res, key);
+        cr_assert_not_null(r, "result for %s", key);
+        cr_assert_str_eq(vw_kh_header(r, "vela-status"), cases[i].status, "%s", key);
+        cr_assert_str_eq(vw_kh_header(r, "request-id"), key);
+        char src[32];
+        snprintf(src, sizeof src, "requests:0:%zu", i);
+        cr_assert_str_eq(vw_kh_header(r, "source"), src);
+        json_t *v = payload(r);
+        cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")), key);
+        if (cases[i].detail) {
+            cr_assert_eq(json_integer_value(json_object_get(v, "status")), atoi(cases[i].status));
+            char *d = json_dumps(json_object_get(v, "detail"), JSON_COMPACT | JSON_ENSURE_ASCII);
+            json_t *want = json_loads(cases[i].detail, 0, NULL);
+            char *w = json_dumps(want, JSON_COMPACT | JSON_ENSURE_ASCII);
+            cr_assert_str_eq(d, w, "%s: detail", key);
+            free(d);
+            free(w);
+            json_decref(want);
+            const char *keys_in_order[] = {"request_id", "source", "status", "detail"};
+            const char *name;
+            json_t *x;
+            size_t pos = 0;
+            json_object_foreach(v, name, x) {
+                cr_assert(pos < 4 && !strcmp(name, keys_in_order[pos]), "field %zu is %s", pos,
+                          name);
+                pos++;
+            }
+        }
+        json_decref(v);
+    }
+    json_decref(res);
+    json_t *replies = vw_kh_consume(e.b.bootstrap, "replies", 1, 10000);
+    cr_assert_eq(json_array_size(replies), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(replies, 0), "key")),
+                     "to-replies");
+    json_decref(replies);
+    int64_t end[4];
+    cr_assert_eq(vw_kh_end_offsets(e.b.bootstrap, "requests", 4, end), 0);
+    cr_assert_eq(end[0], NC);
+    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "reject", "requests", 2, end, 15000), 0);
+    int port = vw_kh_metrics_port(&e.w, 1000), code;
+    char *m = vw_kh_http_get(port, "/metrics", &code);
+    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"json_invalid\"}"), 6);
+    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"too_long\"}"), 1);
+    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"model_attributes_type\"}"), 1);
+    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"missing\"}"), 1);
+    cr_assert_eq(metric(m, "vela_worker_results_total{status=\"400\"}"), 7);
+    free(m);
+    finish(&e);
+}
+
+Test(kafka_worker, transient_retries_and_dead_letters, .timeout = 120) {
+    env e;
+    char *extra_env[] = {"VW_TEST_ECHO_RETRY=r-retry:3", "VW_TEST_ECHO_HUGE=r-huge", NULL};
+    start(&e, "retry", "delivery: {retry_backoff_ms: 20, retry_backoff_max_ms: 100}\n", extra_env);
+    const char *v = "{\"state\":\"x\",\"questions\":{\"q\":{}}}";
+    vw_kh_msg msgs[] = {
+        {.partition = 2, .key = "r-retry", .value = v},
+        {.partition = 2, .key = "r-huge", .value = v},
+        {.partition = 2, .key = "after", .value = v},
+    };
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, 3, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 2, 30000);
+    json_t *dlq = vw_kh_consume(e.b.bootstrap, "requests.dlq", 1, 30000);
+    if (json_array_size(res) != 2 || json_array_size(dlq) != 1)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(json_array_size(res), 2, "the huge result is not in the results topic");
+    cr_assert_not_null(by_key(res, "r-retry"));
+    cr_assert_str_eq(vw_kh_header(by_key(res, "r-retry"), "vela-status"), "200",
+                     "a transient failure is retried, never rejected");
+    cr_assert_not_null(by_key(res, "after"), "the partition moves past the dead letter");
+    cr_assert_eq(json_array_size(dlq), 1);
+    json_t *d = json_array_get(dlq, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(d, "key")), "r-huge");
+    cr_assert_str_eq(json_string_value(json_object_get(d, "payload")), v, "DLQ keeps the request");
+    cr_assert_str_eq(vw_kh_header(d, "request-id"), "r-huge");
+    cr_assert_str_eq(vw_kh_header(d, "source"), "requests:2:1");
+    cr_assert_not_null(vw_kh_header(d, "vela-error"));
+    cr_assert_str_eq(vw_kh_header(d, "vela-error-type"), "produce_failed");
+    json_decref(res);
+    json_decref(dlq);
+    int64_t want[3] = {-1001, -1001, 3};
+    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "retry", "requests", 3, want, 15000), 0,
+                 "the dead-lettered record's offset moves on");
+    int port = vw_kh_metrics_port(&e.w, 1000), code;
+    char *m = vw_kh_http_get(port, "/metrics", &code);
+    cr_assert_eq(metric(m, "vela_worker_retries_total"), 3);
+    cr_assert_eq(metric(m, "vela_worker_dead_letters_total"), 1);
+    cr_assert_eq(vw_kh_count_log(&e.w, "\"attempt\":3"), 1);
+    free(m);
+    finish(&e);
+}
