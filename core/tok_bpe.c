@@ -67,10 +67,12 @@ static int32_t vocab_find_slot(const tok_vocab *v, const char *s, size_t len, si
 static void vocab_index(tok_vocab *v, size_t k) {
     size_t slot;
     int32_t e = vocab_find_slot(v, v->arena + v->off[k], v->len[k], &slot);
-    if (e >= 0)
+    if (e >= 0) {
         v->id[e] = v->id[k];
-    else
+    } else {
         v->slots[slot] = (uint32_t)k + 1;
+        v->unique++;
+    }
 }
 
 vw_status tok_vocab_build_index(tok_vocab *v) {
@@ -83,6 +85,7 @@ vw_status tok_vocab_build_index(tok_vocab *v) {
     free(v->slots);
     v->slots = slots;
     v->nslots = ns;
+    v->unique = 0;
     for (size_t k = 0; k < v->n; k++)
         vocab_index(v, k);
     return VW_OK;

@@ -104,6 +104,7 @@ typedef struct tok_vocab {
     uint32_t *off, *len; /* [n] */
     int32_t *id;         /* [n] */
     size_t n, cap;
+    size_t unique;   /* distinct strings (HF's vocab size) */
     uint32_t *slots; /* open addressing: index+1 into off/len/id; 0 = empty */
     size_t nslots;   /* power of 2 */
 } tok_vocab;

@@ -71,8 +71,10 @@ static vw_status load_vocab(tok_vocab *v, const json_t *vocab, vw_err *err) {
 }
 
 /* Splits merge i into its two parts (either "a b" or ["a", "b"]). */
-static vw_status merge_parts(const json_t *m, size_t i, const char **a, size_t *al, const char **b,
-                             size_t *bl, vw_err *err) {
+static vw_status merge_parts(const json_t *m, size_t i, bool strings, const char **a, size_t *al,
+                             const char **b, size_t *bl, vw_err *err) {
+    if (json_is_string(m) != strings) /* HF: all "a b" strings or all pairs */
+        return BAD("model.merges[%zu] mixes the \"a b\" and [\"a\", \"b\"] forms", i);
     if (json_is_string(m)) {
         const char *s = json_string_value(m);
         size_t n = json_string_length(m);
@@ -110,7 +112,8 @@ static vw_status load_merges(tok_bpe *bpe, const json_t *merges, vw_err *err) {
     for (size_t i = 0; i < n && !rc; i++) {
         const char *a = NULL, *b = NULL;
         size_t al = 0, bl = 0;
-        if ((rc = merge_parts(json_array_get(merges, i), i, &a, &al, &b, &bl, err)))
+        bool strings = json_is_string(json_array_get(merges, 0));
+        if ((rc = merge_parts(json_array_get(merges, i), i, strings, &a, &al, &b, &bl, err)))
             break;
         if (tok_reserve((void **)&cat, &cat_cap, al + bl + 1, 1)) {
             rc = NOMEM();
@@ -328,11 +331,16 @@ static vw_status load_added_one(vw_tokenizer *t, const json_t *a, size_t i, vw_e
         (rc = get_bool(a, "lstrip", false, &info.lstrip, "added_tokens[]", err)) ||
         (rc = get_bool(a, "rstrip", false, &info.rstrip, "added_tokens[]", err)))
         return rc;
-    /* HF gives a content that the model already knows the model's id. */
-    int32_t model_id = tok_vocab_get(&t->bpe.vocab, s, len);
-    info.id = model_id >= 0 ? model_id : (int32_t)json_integer_value(jid);
     if (tok_vocab_get(&t->added, s, len) >= 0)
         return VW_OK; /* the first entry for a content stands */
+    /* HF ignores the stored id (AddedVocabulary::add_tokens): a content the model knows
+     * keeps the model's id, a new one gets the next id after the model vocabulary (its
+     * entry count) or after the largest added id. Real files agree with this. */
+    int32_t model_id = tok_vocab_get(&t->bpe.vocab, s, len);
+    int32_t vsize = (int32_t)t->bpe.vocab.unique, amax = -1;
+    for (size_t k = 0; k < t->added.n; k++)
+        amax = t->added.id[k] > amax ? t->added.id[k] : amax;
+    info.id = model_id >= 0 ? model_id : amax < 0 ? vsize : amax >= vsize ? amax + 1 : vsize;
     char *norm = NULL;
     size_t nlen = len;
     if (info.normalized && t->nfc && tok_nfc_string(&t->nfc_tables, s, len, &norm, &nlen))

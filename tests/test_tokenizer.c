@@ -357,6 +357,9 @@ Test(tokenizer, malformed_files_name_the_field) {
     char *j = tok_json("", ABC_VOCAB, "[\"a b c\"]", "null", "null");
     expect_refused(j, VW_EINVAL, "bad_tokenizer", "merges[0]");
     free(j);
+    j = tok_json("", ABC_VOCAB, "[\"a b\",[\"ab\",\"c\"]]", "null", "null");
+    expect_refused(j, VW_EINVAL, "bad_tokenizer", "merges[1] mixes");
+    free(j);
     j = tok_json("", ABC_VOCAB, "[\"a z\"]", "null", "null");
     expect_refused(j, VW_EINVAL, "bad_tokenizer", "\"z\" is not in the vocab");
     free(j);
