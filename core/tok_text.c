@@ -252,8 +252,33 @@ static void emit(emit_state *st, uint32_t cp, int32_t chg) {
     o->n++;
 }
 
-/* Stable sort of d[lo..hi) by combining class (runs of non-starters). */
+/* Stable sort of d[lo..hi) by combining class (runs of non-starters): insertion sort
+ * for the usual short runs, a counting sort for long ones (adversarial input); when
+ * its scratch cannot be allocated the insertion sort still gives the right order. */
 static void sort_by_ccc(tok_norm *nm, size_t lo, size_t hi) {
+    size_t n = hi > lo ? hi - lo : 0;
+    uint32_t *tc = n > 64 ? malloc(n * sizeof *tc) : NULL;
+    int32_t *tg = tc ? malloc(n * sizeof *tg) : NULL;
+    if (tg) {
+        size_t start[257] = {0};
+        for (size_t i = lo; i < hi; i++)
+            start[nm->dccc[i] + 1]++;
+        for (int k = 0; k < 256; k++)
+            start[k + 1] += start[k];
+        for (size_t i = lo; i < hi; i++) {
+            size_t at = start[nm->dccc[i]]++;
+            tc[at] = nm->dcp[i];
+            tg[at] = nm->dchg[i];
+        }
+        memcpy(nm->dcp + lo, tc, n * sizeof *tc);
+        memcpy(nm->dchg + lo, tg, n * sizeof *tg);
+        for (size_t i = lo; i < hi; i++) /* classes follow from the sorted chars */
+            nm->dccc[i] = (uint8_t)ccc_of(nm->dcp[i]);
+        free(tc);
+        free(tg);
+        return;
+    }
+    free(tc);
     for (size_t i = lo + 1; i < hi; i++) {
         uint32_t c = nm->dcp[i];
         int32_t g = nm->dchg[i];
