@@ -5,7 +5,8 @@
 # >= 1.0x) and peak RSS against the FP32 weight bytes (target <= 1.3x).
 #   bench/backbone.sh [TOKENS=1024,4096] [THREADS=$(nproc)]
 # Env: VW_BENCH_BUNDLE (default /tmp/vela-0.8b-random; generated when absent
-# with tools/make_tiny_bundle.py --shape 0.8b), VW_BENCH_BUILD (default build-bench).
+# with tools/make_tiny_bundle.py --shape 0.8b), VW_BENCH_BUILD (default build-bench),
+# VW_BENCH_BIN (an already built bench_backbone: skips the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tokens=${1:-1024,4096}
@@ -18,14 +19,23 @@ if [[ ! -f "$bundle/MODEL_MANIFEST.json" ]]; then
   echo "== generating a random 0.8B-shaped bundle in $bundle (about 1.5 GB, not committed)"
   "$py" tools/make_tiny_bundle.py --shape 0.8b --out "$bundle" | head -1
 fi
-echo "== building bench_backbone in $build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVW_CUDA=OFF >/dev/null
-cmake --build "$build" --target bench_backbone -j "$threads" >/dev/null
+bin=${VW_BENCH_BIN:-}
+if [[ -z "$bin" ]]; then
+  echo "== building bench_backbone in $build"
+  # The project's default build type (RelWithDebInfo, -O2), CPU only.
+  cmake -S . -B "$build" -G Ninja -DVW_CUDA=OFF >/dev/null
+  if ! log=$(cmake --build "$build" --target bench_backbone -j "$threads" 2>&1); then
+    echo "$log" | tail -20
+    echo "bench/backbone.sh: build failed" >&2
+    exit 1
+  fi
+  bin=$build/bench_backbone
+fi
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 echo "== C (OpenBLAS, $threads threads): tokens $tokens"
-OPENBLAS_NUM_THREADS=$threads "$build/bench_backbone" --bundle "$bundle" --tokens "$tokens" \
+OPENBLAS_NUM_THREADS=$threads "$bin" --bundle "$bundle" --tokens "$tokens" \
   | tee -a "$out"
 echo "== transformers + torch CPU FP32 ($threads threads): tokens $tokens"
 OMP_NUM_THREADS=$threads "$py" bench/backbone_ref.py --bundle "$bundle" --tokens "$tokens" \

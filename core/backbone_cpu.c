@@ -83,45 +83,52 @@ static vw_status load(const vw_bundle *b, int l, const char *name, float *dst, x
     return VW_OK;
 }
 
+typedef struct load_item {
+    const char *name;
+    float *dst;
+    xform xf;
+} load_item;
+
+/* The tensors of layer lw and where each goes (stacked rows for the fused
+ * projections); returns how many (<= 14). */
+static size_t layer_items(const cpu_model *m, const layer_w *lw, load_item *it) {
+    const size_t H = m->H;
+    size_t n = 0;
+    it[n++] = (load_item){"input_layernorm.weight", lw->in_norm, ONE_PLUS};
+    it[n++] = (load_item){"post_attention_layernorm.weight", lw->post_norm, ONE_PLUS};
+    it[n++] = (load_item){"mlp.gate_proj.weight", lw->mlp_in, AS_IS};
+    it[n++] = (load_item){"mlp.up_proj.weight", lw->mlp_in + m->ffn * H, AS_IS};
+    it[n++] = (load_item){"mlp.down_proj.weight", lw->down, AS_IS};
+    if (lw->full) {
+        it[n++] = (load_item){"self_attn.q_proj.weight", lw->a.in, AS_IS};
+        it[n++] = (load_item){"self_attn.k_proj.weight", lw->a.in + m->attn_q2 * H, AS_IS};
+        it[n++] =
+            (load_item){"self_attn.v_proj.weight", lw->a.in + (m->attn_q2 + m->attn_kv) * H, AS_IS};
+        it[n++] = (load_item){"self_attn.o_proj.weight", lw->a.o, AS_IS};
+        it[n++] = (load_item){"self_attn.q_norm.weight", lw->a.q_norm, ONE_PLUS};
+        it[n++] = (load_item){"self_attn.k_norm.weight", lw->a.k_norm, ONE_PLUS};
+        return n;
+    }
+    it[n++] = (load_item){"linear_attn.in_proj_qkv.weight", lw->g.in, AS_IS};
+    it[n++] = (load_item){"linear_attn.in_proj_z.weight", lw->g.in + m->cd * H, AS_IS};
+    it[n++] = (load_item){"linear_attn.in_proj_b.weight", lw->g.in + (m->cd + m->vd) * H, AS_IS};
+    it[n++] =
+        (load_item){"linear_attn.in_proj_a.weight", lw->g.in + (m->cd + m->vd + m->Hv) * H, AS_IS};
+    it[n++] = (load_item){"linear_attn.conv1d.weight", lw->g.conv, AS_IS};
+    it[n++] = (load_item){"linear_attn.dt_bias", lw->g.dt_bias, AS_IS};
+    it[n++] = (load_item){"linear_attn.A_log", lw->g.A, NEG_EXP};
+    it[n++] = (load_item){"linear_attn.norm.weight", lw->g.norm, AS_IS};
+    it[n++] = (load_item){"linear_attn.out_proj.weight", lw->g.out, AS_IS};
+    return n;
+}
+
 static vw_status load_layer(const cpu_model *m, const vw_bundle *b, int l, const layer_w *lw,
                             vw_err *err) {
-    const size_t H = m->H;
-    struct {
-        const char *name;
-        float *dst;
-        xform xf;
-    } list[12];
-    size_t n = 0;
-#define ADD(nm, d, x) (list[n].name = (nm), list[n].dst = (d), list[n++].xf = (x))
-    ADD("input_layernorm.weight", lw->in_norm, ONE_PLUS);
-    ADD("post_attention_layernorm.weight", lw->post_norm, ONE_PLUS);
-    ADD("mlp.gate_proj.weight", lw->mlp_in, AS_IS);
-    ADD("mlp.up_proj.weight", lw->mlp_in + m->ffn * H, AS_IS);
-    ADD("mlp.down_proj.weight", lw->down, AS_IS);
-    if (lw->full) {
-        ADD("self_attn.q_proj.weight", lw->a.in, AS_IS);
-        ADD("self_attn.k_proj.weight", lw->a.in + m->attn_q2 * H, AS_IS);
-        ADD("self_attn.v_proj.weight", lw->a.in + (m->attn_q2 + m->attn_kv) * H, AS_IS);
-        ADD("self_attn.o_proj.weight", lw->a.o, AS_IS);
-        ADD("self_attn.q_norm.weight", lw->a.q_norm, ONE_PLUS);
-        ADD("self_attn.k_norm.weight", lw->a.k_norm, ONE_PLUS);
-    } else {
-        ADD("linear_attn.in_proj_qkv.weight", lw->g.in, AS_IS);
-        ADD("linear_attn.in_proj_z.weight", lw->g.in + m->cd * H, AS_IS);
-        ADD("linear_attn.in_proj_b.weight", lw->g.in + (m->cd + m->vd) * H, AS_IS);
-        ADD("linear_attn.in_proj_a.weight", lw->g.in + (m->cd + m->vd + m->Hv) * H, AS_IS);
-        ADD("linear_attn.conv1d.weight", lw->g.conv, AS_IS);
-        ADD("linear_attn.dt_bias", lw->g.dt_bias, AS_IS);
-        ADD("linear_attn.A_log", lw->g.A, NEG_EXP);
-    }
-#undef ADD
+    load_item it[16];
+    size_t n = layer_items(m, lw, it);
     vw_status st = VW_OK;
     for (size_t i = 0; i < n && st == VW_OK; i++)
-        st = load(b, l, list[i].name, list[i].dst, list[i].xf, err);
-    if (st == VW_OK && !lw->full)
-        st = load(b, l, "linear_attn.norm.weight", lw->g.norm, AS_IS, err);
-    if (st == VW_OK && !lw->full)
-        st = load(b, l, "linear_attn.out_proj.weight", lw->g.out, AS_IS, err);
+        st = load(b, l, it[i].name, it[i].dst, it[i].xf, err);
     return st;
 }
 
