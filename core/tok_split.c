@@ -206,7 +206,7 @@ vw_status tok_regex_compile(const char *pat, size_t len, bool literal, pcre2_cod
         free(b.p);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "tokenizer: regex");
     }
-    uint32_t opts = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : PCRE2_MULTILINE);
+    uint32_t opts = PCRE2_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP | PCRE2_MULTILINE);
     int ecode = 0;
     PCRE2_SIZE eoff = 0;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)(b.p ? b.p : ""), b.n, opts, &ecode, &eoff, NULL);

@@ -162,6 +162,72 @@ Test(tokenizer, goldens_qwen35_mini_no_added_tokens, .timeout = 300) {
                   "fixtures/tokenizers/qwen35-mini/goldens_no_added.jsonl", VW_TOK_NO_ADDED_TOKENS);
 }
 
+/* qwen35-mini with one field replaced per variant (fixtures/tokenizers/variants/). */
+static vw_tokenizer *load_variant(const json_t *base, const char *name, const json_t *patch) {
+    json_t *copy = json_deep_copy(base);
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)patch, key, val) {
+        if (!strncmp(key, "model.", 6))
+            json_object_set(json_object_get(copy, "model"), key + 6, val);
+        else
+            json_object_set(copy, key, val);
+    }
+    char *text = json_dumps(copy, JSON_COMPACT);
+    vw_tokenizer *tok = NULL;
+    vw_err err;
+    vw_status st = vw_tok_load_json(text, strlen(text), &tok, &err);
+    cr_assert_eq(st, VW_OK, "variant %s: %s", name, err.msg);
+    free(text);
+    json_decref(copy);
+    return tok;
+}
+
+Test(tokenizer, goldens_pre_tokenizer_and_model_variants, .timeout = 300) {
+    char *meta_path = vw_test_path("fixtures/tokenizers/variants/variants.json");
+    char *base_path = vw_test_path("fixtures/tokenizers/qwen35-mini/tokenizer.json");
+    json_error_t je;
+    json_t *meta = json_load_file(meta_path, 0, &je);
+    json_t *base = json_load_file(base_path, 0, &je);
+    cr_assert(meta && base, "%s %s", je.text, HINT);
+    size_t ns = 0;
+    json_t **all = read_jsonl("fixtures/tokenizers/strings.jsonl", &ns);
+    const json_t *idx = json_object_get(meta, "string_indices");
+    const char *name;
+    json_t *patch;
+    size_t nvariants = 0, bad = 0;
+    json_object_foreach(json_object_get(meta, "variants"), name, patch) {
+        vw_tokenizer *tok = load_variant(base, name, patch);
+        char rel[256];
+        snprintf(rel, sizeof rel, "fixtures/tokenizers/variants/%s.jsonl", name);
+        golden_set g = {0};
+        g.expect = read_jsonl(rel, &g.n);
+        cr_assert_eq(g.n, json_array_size(idx), "%s %s", rel, HINT);
+        g.strings = malloc(g.n * sizeof *g.strings);
+        for (size_t i = 0; i < g.n; i++) {
+            size_t k = (size_t)json_integer_value(json_array_get(idx, i));
+            cr_assert_lt(k, ns);
+            g.strings[i] = json_incref(all[k]);
+        }
+        size_t b = run_goldens(tok, &g, 0, 1);
+        if (b)
+            fprintf(stderr, "variant %s: %zu of %zu strings differ\n", name, b, g.n);
+        bad += b;
+        nvariants++;
+        golden_free(&g);
+        vw_tok_free(tok);
+    }
+    cr_assert_geq(nvariants, 10);
+    cr_assert_eq(bad, 0, "%zu variant strings differ from HF tokenizers %s", bad, HINT);
+    for (size_t i = 0; i < ns; i++)
+        json_decref(all[i]);
+    free(all);
+    json_decref(meta);
+    json_decref(base);
+    free(meta_path);
+    free(base_path);
+}
+
 /* ---- concurrency -------------------------------------------------------------- */
 
 typedef struct thread_arg {

@@ -16,6 +16,12 @@ Writes, under fixtures/tokenizers/:
                                              --offsets` format, so the CLI diffs too)
   <tok>/goldens_no_added.jsonl               the same with every added token removed from
                                              the tokenizer (VW_TOK_NO_ADDED_TOKENS)
+  variants/variants.json + variants/<v>.jsonl  qwen35-mini with one field replaced (other
+                                             Split behaviours, invert, String patterns,
+                                             ByteLevel prefix space + GPT-2 regex, no
+                                             normalizer, ignore_merges): the patch, the
+                                             string indices, and the goldens (the subset:
+                                             hand-picked strings + every 25th generated)
   goldens.json                               sidecar: recipe, versions, sha256, counts
 
 No-added-tokens reasoning: `tokenizers`' own switch (encode_special_tokens /
@@ -386,6 +392,61 @@ def encode_lines(tok, strings):
     return "\n".join(lines) + "\n"
 
 
+def bl(prefix=False, regex=False):
+    return {"type": "ByteLevel", "add_prefix_space": prefix, "trim_offsets": False,
+            "use_regex": regex}
+
+
+def split(pattern, behavior, invert=False, literal=False):
+    return {"type": "Split", "pattern": {"String" if literal else "Regex": pattern},
+            "behavior": behavior, "invert": invert}
+
+
+def seq(*steps):
+    return {"type": "Sequence", "pretokenizers": list(steps)}
+
+
+# name -> fields of qwen35-mini's tokenizer.json to replace ("model.x" = a model field).
+VARIANTS = {
+    "removed_ws_prefix": {"pre_tokenizer": seq(split(r"\s+", "Removed"), bl(prefix=True))},
+    "merged_prev_punct": {"pre_tokenizer": seq(split(r"\p{P}", "MergedWithPrevious"), bl())},
+    "merged_next_punct": {"pre_tokenizer": seq(split(r"\p{P}", "MergedWithNext"), bl())},
+    "contiguous_digits_ws": {"pre_tokenizer": seq(split(r"\d+|\s+", "Contiguous"), bl())},
+    "inverted_letters": {"pre_tokenizer": seq(split(r"\p{L}+", "Isolated", invert=True), bl())},
+    "string_space_next": {"pre_tokenizer": seq(split(" ", "MergedWithNext", literal=True), bl())},
+    "empty_matches": {"pre_tokenizer": seq(split(r"[a-z]*", "MergedWithPrevious"), bl())},
+    "gpt2_bytelevel": {"pre_tokenizer": bl(prefix=True, regex=True)},
+    "bytelevel_only": {"pre_tokenizer": bl()},
+    "no_normalizer": {"normalizer": None},
+    "ignore_merges": {"model.ignore_merges": True},
+}
+
+
+def variant_json(base, patch):
+    d = json.loads(base)
+    for k, v in patch.items():
+        if k.startswith("model."):
+            d["model"][k[len("model."):]] = v
+        else:
+            d[k] = v
+    return json.dumps(d)
+
+
+def write_variants(mini_json, strings, n_hand):
+    idx = list(range(n_hand)) + [i for i in range(n_hand, len(strings) - 4) if i % 25 == 0]
+    vdir = OUT / "variants"
+    files = {}
+    for name, patch in VARIANTS.items():
+        tok = Tokenizer.from_str(variant_json(mini_json, patch))
+        path = vdir / f"{name}.jsonl"
+        write(path, encode_lines(tok, [strings[i] for i in idx]))
+        files[f"variants/{name}.jsonl"] = sha256(path)
+    write(vdir / "variants.json", json.dumps({
+        "base": "qwen35-mini/tokenizer.json", "string_indices": idx,
+        "variants": VARIANTS}, indent=1) + "\n")
+    return files
+
+
 def without_added(tok):
     d = json.loads(tok.to_str())
     d["added_tokens"] = []
@@ -405,7 +466,8 @@ def main():
     mini = train_mini(rng)
     write(mdir / "tokenizer.json", mini.to_str(pretty=True) + "\n")
 
-    strings = hand_picked() + generated(rng, 2100) + long_strings(rng)
+    hand = hand_picked()
+    strings = hand + generated(rng, 2100) + long_strings(rng)
     write(OUT / "strings.jsonl",
           "\n".join(json.dumps(s, ensure_ascii=False) for s in strings) + "\n")
 
@@ -416,6 +478,7 @@ def main():
             path = OUT / name / f"goldens{suffix}.jsonl"
             write(path, encode_lines(t, strings))
             files[f"{name}/goldens{suffix}.jsonl"] = sha256(path)
+    files.update(write_variants((mdir / "tokenizer.json").read_text(), strings, len(hand)))
     meta = {
         "recipe": RECIPE, "seed": SEED, "strings": len(strings),
         "encode": "Tokenizer.encode(s, add_special_tokens=False); ids and offsets "
