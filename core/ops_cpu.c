@@ -3,6 +3,8 @@
  * comments name the spec section each op implements. */
 #include "ops_cpu.h"
 
+#include "qwen35_config.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -29,9 +31,9 @@ void vw_rmsnorm(const float *x, size_t ldx, float *y, size_t ldy, size_t rows, s
 
 void vw_rope_tables(size_t pos0, size_t T, size_t rot, double theta, float *cos_t, float *sin_t) {
     size_t half = rot / 2;
-    float inv[512];
+    float inv[VW_QWEN35_MAX_ROTARY / 2]; /* rot <= VW_QWEN35_MAX_ROTARY (config check) */
     /* transformers: 1.0 / (base ** (arange(0, dim, 2, float32) / dim)), all FP32. */
-    for (size_t i = 0; i < half && i < 512; i++)
+    for (size_t i = 0; i < half; i++)
         inv[i] = 1.0f / powf((float)theta, (float)(2 * i) / (float)rot);
     for (size_t t = 0; t < T; t++) {
         float pos = (float)(pos0 + t);

@@ -28,7 +28,8 @@ void vw_rmsnorm(const float *x, size_t ldx, float *y, size_t ldy, size_t rows, s
                 const float *w, float eps);
 
 /* Per-position RoPE tables for positions pos0 .. pos0+T-1: cos/sin [T, rot/2],
- * with inv_freq_i = 1 / theta^(2i/rot) and angle = fp32(pos) * inv_freq in
+ * (rot <= VW_QWEN35_MAX_ROTARY) with inv_freq_i = 1 / theta^(2i/rot) and
+ * angle = fp32(pos) * inv_freq in
  * FP32 exactly as transformers computes them (spec §3.4 step 4, §6.2). */
 void vw_rope_tables(size_t pos0, size_t T, size_t rot, double theta, float *cos_t, float *sin_t);
 

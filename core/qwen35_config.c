@@ -77,10 +77,11 @@ static vw_status parse_rope(const json_t *bc, vw_qwen35_config *c, vw_err *err) 
     if (st != VW_OK)
         return st;
     c->rotary_dim = (int32_t)(c->head_dim * factor);
-    if (c->rotary_dim < 2 || c->rotary_dim % 2 || c->rotary_dim > c->head_dim)
+    if (c->rotary_dim < 2 || c->rotary_dim % 2 || c->rotary_dim > c->head_dim ||
+        c->rotary_dim > VW_QWEN35_MAX_ROTARY)
         return VW_FAIL(err, VW_EINVAL, "bad_config",
                        "rotary dims %d (head_dim %d x partial_rotary_factor %g) must be even and "
-                       "in [2, head_dim]",
+                       "in [2, min(head_dim, 1024)]",
                        (int)c->rotary_dim, (int)c->head_dim, factor);
     return VW_OK;
 }

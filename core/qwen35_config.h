@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-enum { VW_QWEN35_MAX_LAYERS = 256, VW_QWEN35_NAME_MAX = 96 };
+enum { VW_QWEN35_MAX_LAYERS = 256, VW_QWEN35_NAME_MAX = 96, VW_QWEN35_MAX_ROTARY = 1024 };
 
 typedef struct vw_qwen35_config {
     int32_t hidden;                        /* hidden_size */
