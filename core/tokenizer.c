@@ -358,7 +358,7 @@ vw_status vw_tok_encode(vw_tokenizer *tok, const char *text, size_t len, unsigne
                         vw_encoding *out, vw_err *err) {
     if (!tok || !out || (!text && len))
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "vw_tok_encode: NULL argument");
-    if (len > INT32_MAX / 4)
+    if (len > INT32_MAX / 16) /* NFC may triple the text; offsets are int32 */
         return VW_FAIL(err, VW_ETOOLONG, "too_long", "tokenizer: %zu bytes of text", len);
     out->n = 0;
     tok_ws w = {0};

@@ -19,7 +19,10 @@
  * Thread-safety: a loaded tokenizer is immutable except for an internal,
  * internally locked cache: vw_tok_encode may be called from several threads.
  * Errors: invalid UTF-8 input -> VW_EINVAL, type "invalid_utf8", with the byte
- * offset; a bad file -> VW_EINVAL/VW_EUNSUPPORTED naming the field.
+ * offset; a bad file -> VW_EINVAL/VW_EUNSUPPORTED naming the field (types
+ * "bad_tokenizer" / "unsupported_tokenizer"); text over 128 MiB -> VW_ETOOLONG. On any
+ * encode failure the encoding holds no tokens (n == 0).
+ * Details (offset semantics, Unicode-version handling, evidence): docs/tokenizer.md.
  */
 #ifndef VW_TOKENIZER_H
 #define VW_TOKENIZER_H
@@ -43,7 +46,9 @@ typedef struct vw_encoding {
 } vw_encoding;
 
 enum {
-    VW_TOK_NO_ADDED_TOKENS = 1u << 0, /* treat added-token strings as plain text */
+    /* Treat added-token strings (<|endoftext|>, also non-special ones) as plain text: the
+     * result equals HF with the file's added_tokens emptied. */
+    VW_TOK_NO_ADDED_TOKENS = 1u << 0,
 };
 
 /* Loads tokenizer.json from a file / from memory (len bytes, not NUL-terminated). */
