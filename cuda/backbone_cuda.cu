@@ -1,0 +1,379 @@
+// backbone_cuda.cu — the CUDA executor's lifetime: resolves options, checks the
+// shapes against the kernels' limits, uploads the bundle's backbone weights
+// into one device allocation (stacked like the CPU backend: GDN qkv|z|b|a,
+// attention q/gate|k|v, MLP gate|up), sizes the activation arena from
+// max_tokens/max_trees, builds the RoPE tables with the CPU's own function,
+// and frees it all (see backbone_cuda.h). The forward pass is in
+// backbone_cuda_fwd.cu.
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backbone_cuda_impl.cuh"
+#include "ops_cpu.h"
+
+namespace {
+
+enum xform { AS_IS, ONE_PLUS, NEG_EXP };
+
+constexpr size_t ALIGN = 256, BLAS_WS = 32u << 20;
+
+size_t max2(size_t a, size_t b) {
+    return a > b ? a : b;
+}
+
+void derive_dims(cu_model *m) {
+    const vw_qwen35_config *c = &m->c;
+    m->H = (size_t)c->hidden, m->F = (size_t)c->intermediate;
+    m->hd = (size_t)c->head_dim, m->Hq = (size_t)c->n_heads, m->Hk = (size_t)c->n_kv_heads;
+    m->rot = (size_t)c->rotary_dim, m->Hv = (size_t)c->lin_v_heads;
+    m->Hkl = (size_t)c->lin_k_heads, m->dk = (size_t)c->lin_k_dim, m->dv = (size_t)c->lin_v_dim;
+    m->K = (size_t)c->conv_kernel;
+    m->kd = m->Hkl * m->dk, m->vd = m->Hv * m->dv, m->cd = 2 * m->kd + m->vd;
+    m->gdn_in = m->cd + m->vd + 2 * m->Hv;
+    m->attn_q2 = m->Hq * 2 * m->hd, m->attn_kv = m->Hk * m->hd;
+    m->attn_in = m->attn_q2 + 2 * m->attn_kv;
+    m->big_w = max2(max2(m->gdn_in, m->attn_in), 2 * m->F);
+    m->mix_w = max2(m->cd, (m->Hq + m->Hk) * m->hd);
+    m->core_w = max2(m->vd, m->Hq * m->hd);
+    m->xbf_w = max2(max2(m->H, m->core_w), m->F);
+    m->wt_size = m->opts.precision == VW_CUDA_BF16 ? 2 : 4;
+}
+
+vw_status resolve_opts(const vw_cuda_opts *in, vw_cuda_opts *o, vw_err *err) {
+    *o = in ? *in : vw_cuda_opts{};
+    if (!o->max_tokens)
+        o->max_tokens = 32768;
+    if (!o->max_trees)
+        o->max_trees = 256;
+    if (o->precision != VW_CUDA_BF16 && o->precision != VW_CUDA_FP32)
+        return VW_FAIL(err, VW_EINVAL, "bad_option", "cuda: unknown precision %d", o->precision);
+    if (o->batch_invariant && o->precision != VW_CUDA_FP32)
+        return VW_FAIL(err, VW_EINVAL, "bad_option", "cuda: batch_invariant needs precision fp32");
+    if (o->max_tokens > INT32_MAX / 2 || o->max_trees > o->max_tokens)
+        return VW_FAIL(err, VW_EINVAL, "bad_option",
+                       "cuda: max_tokens %zu / max_trees %zu out of range", o->max_tokens,
+                       o->max_trees);
+    return VW_OK;
+}
+
+// Bump allocator over a device range; with base == NULL it only measures.
+struct carver {
+    char *base;
+    size_t off;
+    void *take(size_t bytes) {
+        off = (off + ALIGN - 1) / ALIGN * ALIGN;
+        void *p = base ? base + off : nullptr;
+        off += bytes;
+        return p;
+    }
+    float *f32(size_t n) {
+        return (float *)take(n * sizeof(float));
+    }
+};
+
+size_t layout_weights(cu_model *m, char *base) {
+    carver cv{base, 0};
+    const size_t H = m->H, ws = m->wt_size;
+    m->embed = cv.take((size_t)m->c.vocab * H * ws);
+    m->final_norm = cv.f32(H);
+    for (int32_t l = 0; l < m->c.n_layers; l++) {
+        cu_layer_w *lw = &m->layers[l];
+        lw->full = m->c.full_attention[l];
+        lw->in_norm = cv.f32(H), lw->post_norm = cv.f32(H);
+        lw->mlp_in = cv.take(2 * m->F * H * ws), lw->down = cv.take(H * m->F * ws);
+        if (lw->full) {
+            lw->a.in = cv.take(m->attn_in * H * ws);
+            lw->a.q_norm = cv.f32(m->hd), lw->a.k_norm = cv.f32(m->hd);
+            lw->a.o = cv.take(H * m->Hq * m->hd * ws);
+        } else {
+            lw->g.in = cv.take(m->gdn_in * H * ws), lw->g.conv = cv.f32(m->cd * m->K);
+            lw->g.dt_bias = cv.f32(m->Hv), lw->g.A = cv.f32(m->Hv), lw->g.norm = cv.f32(m->dv);
+            lw->g.out = cv.take(H * m->vd * ws);
+        }
+    }
+    return cv.off;
+}
+
+size_t layout_arena(cu_model *m, char *base) {
+    carver cv{base, 0};
+    const size_t R = m->opts.max_tokens, H = m->H;
+    m->h = cv.f32(R * H), m->x = cv.f32(R * H), m->delta = cv.f32(R * H);
+    m->big = cv.f32(R * m->big_w), m->mix = cv.f32(R * m->mix_w), m->core = cv.f32(R * m->core_w);
+    m->gb = cv.f32(2 * R * m->Hv);
+    m->pstate = cv.f32(m->opts.max_trees * m->Hv * m->dk * m->dv);
+    m->cos_t = cv.f32(R * (m->rot / 2)), m->sin_t = cv.f32(R * (m->rot / 2));
+    m->gemm.xbf_cap = m->opts.precision == VW_CUDA_BF16 ? R * m->xbf_w : 0;
+    m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
+    m->blas_ws_bytes = BLAS_WS, m->blas_ws = cv.take(BLAS_WS);
+    m->dmeta.ids = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->dmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->dmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->dmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
+    m->dmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    return cv.off;
+}
+
+// The same carve-up for the pinned host mirror of the metadata.
+size_t layout_hmeta(cu_model *m, char *base) {
+    carver cv{base, 0};
+    const size_t R = m->opts.max_tokens;
+    m->hmeta.ids = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->hmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->hmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
+    m->hmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
+    m->hmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    return cv.off;
+}
+
+/* Host staging for tensors that need converting; grows, freed by the caller. */
+struct staging {
+    float *f = nullptr;
+    __nv_bfloat16 *b = nullptr;
+    size_t cap = 0;
+    bool reserve(size_t n) {
+        if (n <= cap)
+            return true;
+        free(f), free(b);
+        f = (float *)malloc(n * sizeof *f);
+        b = (__nv_bfloat16 *)malloc(n * sizeof *b);
+        cap = f && b ? n : 0;
+        return cap != 0;
+    }
+    ~staging() {
+        free(f), free(b);
+    }
+};
+
+// Copies one backbone tensor to dst: matrices (matrix = true) as WT, vectors
+// FP32, after the CPU backend's transforms (1 + w, -exp(A_log)) in FP32.
+vw_status upload(const cu_model *m, const vw_bundle *b, int l, const char *name, void *dst,
+                 bool matrix, xform xf, staging *sg, vw_err *err) {
+    char full[128];
+    if (l >= 0)
+        snprintf(full, sizeof full, "layers.%d.%s", l, name);
+    else
+        snprintf(full, sizeof full, "%s", name);
+    const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
+    if (!t)
+        return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
+    const bool bf16 = matrix && m->opts.precision == VW_CUDA_BF16;
+    vw_status st = VW_OK;
+    if (bf16 && xf == AS_IS && t->dtype == VW_DT_BF16) { // as stored: no conversion at all
+        st = VW_CUDA_TRY(err, cudaMemcpy(dst, t->data, t->numel * 2, cudaMemcpyHostToDevice));
+    } else {
+        if (!sg->reserve(t->numel))
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "staging %s (%zu floats)", full,
+                           t->numel);
+        if ((st = vw_st_to_f32(t, sg->f, err)) != VW_OK)
+            return st;
+        for (size_t i = 0; xf != AS_IS && i < t->numel; i++)
+            sg->f[i] = xf == ONE_PLUS ? 1.0f + sg->f[i] : -expf(sg->f[i]);
+        if (bf16)
+            for (size_t i = 0; i < t->numel; i++)
+                sg->b[i] = __float2bfloat16_rn(sg->f[i]);
+        const void *src = bf16 ? (const void *)sg->b : (const void *)sg->f;
+        st = VW_CUDA_TRY(err,
+                         cudaMemcpy(dst, src, t->numel * (bf16 ? 2 : 4), cudaMemcpyHostToDevice));
+    }
+    vw_bundle_drop_pages(b, t);
+    return st;
+}
+
+vw_status upload_layer(const cu_model *m, const vw_bundle *b, int l, staging *sg, vw_err *err) {
+    const cu_layer_w *lw = &m->layers[l];
+    const size_t H = m->H, ws = m->wt_size;
+    struct {
+        const char *name;
+        void *dst;
+        bool matrix;
+        xform xf;
+    } list[13];
+    size_t n = 0;
+    auto add = [&](const char *nm, void *d, bool mat, xform x) { list[n++] = {nm, d, mat, x}; };
+    add("input_layernorm.weight", lw->in_norm, false, ONE_PLUS);
+    add("post_attention_layernorm.weight", lw->post_norm, false, ONE_PLUS);
+    add("mlp.gate_proj.weight", lw->mlp_in, true, AS_IS);
+    add("mlp.up_proj.weight", (char *)lw->mlp_in + m->F * H * ws, true, AS_IS);
+    add("mlp.down_proj.weight", lw->down, true, AS_IS);
+    if (lw->full) {
+        char *in = (char *)lw->a.in;
+        add("self_attn.q_proj.weight", in, true, AS_IS);
+        add("self_attn.k_proj.weight", in + m->attn_q2 * H * ws, true, AS_IS);
+        add("self_attn.v_proj.weight", in + (m->attn_q2 + m->attn_kv) * H * ws, true, AS_IS);
+        add("self_attn.o_proj.weight", lw->a.o, true, AS_IS);
+        add("self_attn.q_norm.weight", lw->a.q_norm, false, ONE_PLUS);
+        add("self_attn.k_norm.weight", lw->a.k_norm, false, ONE_PLUS);
+    } else {
+        char *in = (char *)lw->g.in;
+        add("linear_attn.in_proj_qkv.weight", in, true, AS_IS);
+        add("linear_attn.in_proj_z.weight", in + m->cd * H * ws, true, AS_IS);
+        add("linear_attn.in_proj_b.weight", in + (m->cd + m->vd) * H * ws, true, AS_IS);
+        add("linear_attn.in_proj_a.weight", in + (m->cd + m->vd + m->Hv) * H * ws, true, AS_IS);
+        add("linear_attn.conv1d.weight", lw->g.conv, false, AS_IS);
+        add("linear_attn.dt_bias", lw->g.dt_bias, false, AS_IS);
+        add("linear_attn.A_log", lw->g.A, false, NEG_EXP);
+        add("linear_attn.norm.weight", lw->g.norm, false, AS_IS);
+        add("linear_attn.out_proj.weight", lw->g.out, true, AS_IS);
+    }
+    vw_status st = VW_OK;
+    for (size_t i = 0; i < n && st == VW_OK; i++)
+        st = upload(m, b, l, list[i].name, list[i].dst, list[i].matrix, list[i].xf, sg, err);
+    return st;
+}
+
+vw_status upload_weights(cu_model *m, const vw_bundle *b, vw_err *err) {
+    size_t bytes = layout_weights(m, nullptr);
+    cudaError_t ce = cudaMalloc(&m->weights, bytes);
+    if (ce != cudaSuccess) {
+        m->weights = nullptr;
+        cudaGetLastError();
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cuda: %zu MiB of weights: %s", bytes >> 20,
+                       cudaGetErrorString(ce));
+    }
+    layout_weights(m, (char *)m->weights);
+    staging sg;
+    vw_status st = upload(m, b, -1, "embed_tokens.weight", m->embed, true, AS_IS, &sg, err);
+    if (st == VW_OK)
+        st = upload(m, b, -1, "norm.weight", m->final_norm, false, ONE_PLUS, &sg, err);
+    for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++)
+        st = upload_layer(m, b, l, &sg, err);
+    return st;
+}
+
+// RoPE tables for positions 0 .. R-1 with the CPU's vw_rope_tables, so the
+// angles are bit-identical to the reference (spec §6.2).
+vw_status upload_rope(cu_model *m, vw_err *err) {
+    const size_t R = m->opts.max_tokens, half = m->rot / 2;
+    if (!half)
+        return VW_OK;
+    float *c = (float *)malloc(R * half * sizeof *c), *s = (float *)malloc(R * half * sizeof *s);
+    vw_status st = VW_OK;
+    if (!c || !s)
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rope tables (%zu positions)", R);
+    if (st == VW_OK) {
+        vw_rope_tables(0, R, m->rot, m->c.rope_theta, c, s);
+        st = VW_CUDA_TRY(err, cudaMemcpy(m->cos_t, c, R * half * 4, cudaMemcpyHostToDevice));
+    }
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaMemcpy(m->sin_t, s, R * half * 4, cudaMemcpyHostToDevice));
+    free(c);
+    free(s);
+    return st;
+}
+
+vw_status check_shapes(const cu_model *m, vw_err *err) {
+    if (!m->Hk || m->Hq % m->Hk || !m->Hkl || m->Hv % m->Hkl || m->rot % 2 || m->rot > m->hd)
+        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
+                       "cuda: heads %zu/%zu, DeltaNet heads %zu/%zu, rotary %zu of %zu", m->Hq,
+                       m->Hk, m->Hv, m->Hkl, m->rot, m->hd);
+    vw_status st = vw_cu_attn_supported(m->hd, err);
+    if (st == VW_OK)
+        st = vw_cu_gdn_supported(m->dk, m->dv, err);
+    return st;
+}
+
+void model_free(cu_model *m) {
+    if (!m)
+        return;
+    if (m->blas)
+        cublasDestroy(m->blas);
+    if (m->stream)
+        cudaStreamDestroy(m->stream);
+    cudaFree(m->arena);
+    cudaFree(m->weights);
+    cudaFreeHost(m->hmeta_base);
+    free(m->layers);
+    free(m);
+}
+
+vw_status alloc_arena(cu_model *m, vw_err *err) {
+    size_t bytes = layout_arena(m, nullptr), hbytes = layout_hmeta(m, nullptr);
+    cudaError_t ce = cudaMalloc(&m->arena, bytes);
+    if (ce == cudaSuccess)
+        ce = cudaMallocHost(&m->hmeta_base, hbytes);
+    if (ce != cudaSuccess) {
+        cudaGetLastError();
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory",
+                       "cuda: arena of %zu MiB for max_tokens %zu / max_trees %zu: %s", bytes >> 20,
+                       m->opts.max_tokens, m->opts.max_trees, cudaGetErrorString(ce));
+    }
+    layout_arena(m, (char *)m->arena);
+    layout_hmeta(m, (char *)m->hmeta_base);
+    return VW_OK;
+}
+
+vw_status setup_device(cu_model *m, vw_err *err) {
+    vw_status st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device));
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    if (st == VW_OK)
+        st = VW_CUBLAS_TRY(err, cublasCreate(&m->blas));
+    if (st == VW_OK)
+        st = VW_CUBLAS_TRY(err, cublasSetStream(m->blas, m->stream));
+    return st;
+}
+
+void cuda_destroy(vw_executor *ex) {
+    if (ex && ex->impl) {
+        cu_model *m = (cu_model *)ex->impl;
+        cudaSetDevice(m->opts.device);
+        model_free(m);
+    }
+    free(ex);
+}
+
+const vw_executor_ops cuda_ops = {"cuda", vw_cu_forward, cuda_destroy};
+
+} // namespace
+
+size_t vw_backbone_cuda_arena_bytes(const vw_qwen35_config *cfg, const vw_cuda_opts *opts) {
+    cu_model m{};
+    m.c = *cfg;
+    if (resolve_opts(opts, &m.opts, nullptr) != VW_OK)
+        return 0;
+    derive_dims(&m);
+    return layout_arena(&m, nullptr);
+}
+
+vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_executor **out,
+                               vw_err *err) {
+    *out = nullptr;
+    vw_executor *ex = (vw_executor *)calloc(1, sizeof *ex);
+    cu_model *m = (cu_model *)calloc(1, sizeof *m);
+    vw_status st = VW_OK;
+    if (!ex || !m) {
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cuda executor");
+        goto done;
+    }
+    m->c = *vw_bundle_backbone_config(b);
+    if ((st = resolve_opts(opts, &m->opts, err)) != VW_OK)
+        goto done;
+    derive_dims(m);
+    m->layers = (cu_layer_w *)calloc((size_t)m->c.n_layers, sizeof *m->layers);
+    if (!m->layers) {
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cuda layer table");
+        goto done;
+    }
+    if ((st = setup_device(m, err)) != VW_OK || (st = check_shapes(m, err)) != VW_OK)
+        goto done;
+    if ((st = upload_weights(m, b, err)) != VW_OK || (st = alloc_arena(m, err)) != VW_OK)
+        goto done;
+    if ((st = upload_rope(m, err)) != VW_OK)
+        goto done;
+    st = VW_CUBLAS_TRY(err, cublasSetWorkspace(m->blas, m->blas_ws, m->blas_ws_bytes));
+    if (st != VW_OK)
+        goto done;
+    m->gemm.blas = m->blas, m->gemm.stream = m->stream;
+    m->gemm.prec = m->opts.precision, m->gemm.invariant = m->opts.batch_invariant;
+    ex->ops = &cuda_ops, ex->hidden = m->H, ex->impl = m;
+    *out = ex;
+done:
+    if (st != VW_OK) {
+        model_free(m);
+        free(ex);
+    }
+    return st;
+}

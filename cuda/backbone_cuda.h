@@ -1,0 +1,80 @@
+/* backbone_cuda.h — the CUDA backend of the executor seam (executor.h): the
+ * Qwen3.5 hybrid text backbone on one GPU, cuBLAS for the projections and
+ * hand-written kernels for everything else (qwen35-backbone-spec §3, §4, §6).
+ * The CPU backend (core/backbone_cpu.c) is the spec; every kernel names the
+ * CPU function it mirrors, and tests/test_cuda_*.c compare the two.
+ *
+ * Precision (vw_cuda_opts.precision):
+ *  - VW_CUDA_BF16 (serving): projection matrices and the embedding live on the
+ *    device in BF16; GEMM inputs are rounded to BF16, products accumulate in
+ *    FP32 and come out FP32 (cublasGemmEx, CUBLAS_COMPUTE_32F). Everything
+ *    else (residual stream, norms, conv, gates, delta rule, attention) is
+ *    FP32 — the R-AMP regime of spec §3.0 with FP32 GEMM outputs.
+ *  - VW_CUDA_FP32 (parity runs): all weights and activations FP32, GEMMs with
+ *    CUBLAS_COMPUTE_32F_PEDANTIC (no TF32), so results track the CPU backend
+ *    to FP32 rounding noise.
+ *  Small tensors (norm weights stored as 1 + w, A = -exp(A_log), dt_bias, the
+ *  conv taps) are FP32 in both modes, formed on the host exactly as the CPU
+ *  backend forms them.
+ *  batch_invariant (FP32 only) replaces cuBLAS by an in-house fixed-order
+ *  FP32 GEMM, so a tree's rows are bit-identical whatever else is in the
+ *  batch (cuBLAS picks algorithms, split-K included, by shape; spec §6.2).
+ *
+ * Forward: trees are packed into one variable-length batch of rows (all
+ * prefixes, then all blocks). Every layer runs the row-wise work (norms,
+ * projections, MLP) over all rows at once; the token mixers read each
+ * block's parent prefix in place: attention reads the prefix rows' K/V, the
+ * conv reads the prefix's last K-1 pre-conv rows, and the delta rule runs
+ * twice per layer (prefixes from a zero state, keeping their final state;
+ * then blocks starting from their prefix's state). Readout rows are gathered
+ * on the device and copied back once per call.
+ *
+ * Memory: one device arena sized at creation from opts->max_tokens and
+ * opts->max_trees; the request path never allocates. A call with more rows,
+ * trees or readouts than that returns VW_ETRANSIENT ("batch_too_large"): the
+ * caller splits the batch and retries.
+ *
+ * Ownership: the executor owns its device memory, stream and cuBLAS handle;
+ * the bundle may be freed once vw_backbone_cuda_new returns. Threads: one
+ * thread drives an executor at a time (executor.h); forward makes the
+ * executor's device current on the calling thread. Errors at creation:
+ * VW_ECUDA (no device, driver/cuBLAS failure), VW_ENOMEM (the arena does not
+ * fit), VW_EUNSUPPORTED (a shape the kernels do not handle, named), or the
+ * bundle's own errors. In forward: VW_EINVAL (malformed trees),
+ * VW_ETRANSIENT (too large), VW_ECUDA (fatal for the executor).
+ */
+#ifndef VW_BACKBONE_CUDA_H
+#define VW_BACKBONE_CUDA_H
+
+#include <stddef.h>
+
+#include "bundle.h"
+#include "executor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vw_cuda_precision { VW_CUDA_BF16 = 0, VW_CUDA_FP32 = 1 } vw_cuda_precision;
+
+typedef struct vw_cuda_opts {
+    int device;                  /* CUDA device ordinal */
+    size_t max_tokens;           /* rows of one forward call (prefixes + blocks); 0: 32768 */
+    size_t max_trees;            /* trees of one forward call; 0: 256 */
+    vw_cuda_precision precision; /* see above */
+    int batch_invariant;         /* FP32 only: fixed-order GEMM (see above) */
+} vw_cuda_opts;
+
+/* Builds a CUDA executor from an open bundle; free it with vw_executor_free.
+ * opts may be NULL (device 0, BF16, default sizes). */
+vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_executor **out,
+                               vw_err *err);
+
+/* Device bytes the executor's arena would take for these options and this
+ * backbone (weights excluded), for sizing max_tokens. */
+size_t vw_backbone_cuda_arena_bytes(const vw_qwen35_config *cfg, const vw_cuda_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

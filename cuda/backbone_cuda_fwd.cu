@@ -1,0 +1,248 @@
+// backbone_cuda_fwd.cu — the CUDA executor's forward pass (see backbone_cuda.h).
+// Reads top to bottom like core/backbone_layers.c: plan the packed batch,
+// embed, then per layer [norm -> DeltaNet or gated attention -> add + norm ->
+// SwiGLU -> add + next norm], gather the readout rows. Never allocates.
+#include <math.h>
+#include <string.h>
+
+#include "backbone_cuda_impl.cuh"
+
+namespace {
+
+// ---- plan ----------------------------------------------------------------
+
+vw_status plan_size(const cu_model *m, const vw_tree *trees, size_t n_trees, cu_plan *p,
+                    vw_err *err) {
+    *p = cu_plan{};
+    p->n_trees = p->n_segs = n_trees;
+    for (size_t t = 0; t < n_trees; t++) {
+        p->rows += trees[t].n_prefix;
+        p->n_out += trees[t].n_prefix_readouts;
+        p->n_segs += trees[t].n_blocks;
+        for (size_t b = 0; b < trees[t].n_blocks; b++) {
+            p->rows += trees[t].blocks[b].n_ids;
+            p->n_out += trees[t].blocks[b].n_readouts;
+        }
+    }
+    const size_t R = m->opts.max_tokens;
+    if (p->rows > R || n_trees > m->opts.max_trees || p->n_out > R)
+        return VW_FAIL(err, VW_ETRANSIENT, "batch_too_large",
+                       "cuda: batch of %zu trees, %zu tokens, %zu readouts exceeds the arena "
+                       "(max_trees %zu, max_tokens %zu); split the batch",
+                       n_trees, p->rows, p->n_out, m->opts.max_trees, R);
+    return VW_OK;
+}
+
+void put_seg(const cu_model *m, size_t s, const int32_t *ids, vw_cuda_seg sg) {
+    const cu_meta *h = &m->hmeta;
+    h->segs[s] = sg;
+    memcpy(h->ids + sg.start, ids, (size_t)sg.len * sizeof *ids);
+    for (int32_t i = 0; i < sg.len; i++)
+        h->row_seg[sg.start + i] = (int32_t)s;
+}
+
+size_t put_readouts(const cu_model *m, size_t k, int32_t start, const int32_t *idx, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        m->hmeta.out_rows[k++] = start + idx[i];
+    return k;
+}
+
+// Fills the pinned metadata: prefixes first (segment t = tree t), then every
+// block in tree order, each continuing its tree's prefix at position n_prefix.
+void plan_fill(const cu_model *m, const vw_tree *trees, cu_plan *p) {
+    int32_t row = 0;
+    for (size_t t = 0; t < p->n_trees; t++) {
+        const vw_tree *tr = &trees[t];
+        put_seg(m, t, tr->prefix, vw_cuda_seg{row, (int32_t)tr->n_prefix, 0, 0, 0, (int32_t)t});
+        row += (int32_t)tr->n_prefix;
+    }
+    size_t s = p->n_trees, k = 0;
+    for (size_t t = 0; t < p->n_trees; t++) {
+        const vw_tree *tr = &trees[t];
+        const vw_cuda_seg pre = m->hmeta.segs[t];
+        k = put_readouts(m, k, pre.start, tr->prefix_readouts, tr->n_prefix_readouts);
+        for (size_t b = 0; b < tr->n_blocks; b++, s++) {
+            const vw_block *bl = &tr->blocks[b];
+            put_seg(m, s, bl->ids,
+                    vw_cuda_seg{row, (int32_t)bl->n_ids, pre.len, pre.start, pre.len, (int32_t)t});
+            k = put_readouts(m, k, row, bl->readouts, bl->n_readouts);
+            row += (int32_t)bl->n_ids;
+        }
+    }
+    p->n_items = vw_cu_attn_items(m->hmeta.segs, p->n_segs, m->hmeta.items);
+}
+
+vw_status plan_upload(const cu_model *m, const cu_plan *p, vw_err *err) {
+    const cu_meta *h = &m->hmeta, *d = &m->dmeta;
+    struct {
+        void *dst;
+        const void *src;
+        size_t bytes;
+    } cp[] = {{d->ids, h->ids, p->rows * 4},
+              {d->row_seg, h->row_seg, p->rows * 4},
+              {d->out_rows, h->out_rows, p->n_out * 4},
+              {d->segs, h->segs, p->n_segs * sizeof(vw_cuda_seg)},
+              {d->items, h->items, p->n_items * 2 * 4}};
+    vw_status st = VW_OK;
+    for (size_t i = 0; i < sizeof cp / sizeof cp[0] && st == VW_OK; i++)
+        if (cp[i].bytes)
+            st = VW_CUDA_TRY(err, cudaMemcpyAsync(cp[i].dst, cp[i].src, cp[i].bytes,
+                                                  cudaMemcpyHostToDevice, m->stream));
+    return st;
+}
+
+// ---- layers ----------------------------------------------------------------
+
+// §3.5: Gated DeltaNet on x [R, H]; out_proj(...) into delta [R, H].
+vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_err *err) {
+    const size_t R = p->rows, W = m->gdn_in, cd = m->cd, kd = m->kd, vd = m->vd;
+    const cudaStream_t s = m->stream;
+    float *g = m->gb, *beta = m->gb + R * m->Hv;
+    /* 1. qkv | z | b | a = x W^T -> big [R, W] */
+    vw_status st = vw_cu_linear(&m->gemm, m->x, m->H, w->in, m->big, W, R, W, m->H, 0, err);
+    /* 2-3. causal conv from each sequence's history + SiLU -> mix [R, cd] */
+    if (st == VW_OK)
+        st = vw_cu_conv_silu(m->big, W, w->conv, cd, m->K, m->dmeta.segs, m->dmeta.row_seg, R,
+                             m->mix, s, err);
+    /* 7. l2norm q (times dk^-0.5) and k per key head */
+    if (st == VW_OK)
+        st = vw_cu_l2norm_qk(m->mix, cd, R, m->Hkl, m->dk, 1e-6f, 1.0f / sqrtf((float)m->dk), s,
+                             err);
+    /* 5-6. g, beta from the b | a columns */
+    if (st == VW_OK)
+        st = vw_cu_gates(m->big + cd + vd, W, w->A, w->dt_bias, R, m->Hv, g, beta, s, err);
+    /* 8. delta rule: prefixes from zero (keeping their final state), then blocks
+     * from their prefix's state -> core [R, vd] */
+    vw_cu_gdn a = {m->mix, m->mix + kd, m->mix + 2 * kd, cd,         cd,      cd,
+                   g,      beta,        m->core,         vd,         m->Hkl,  m->Hv,
+                   m->dk,  m->dv,       m->dmeta.segs,   p->n_trees, nullptr, m->pstate};
+    if (st == VW_OK)
+        st = vw_cu_gdn_run(&a, s, err);
+    a.segs = m->dmeta.segs + p->n_trees, a.n_segs = p->n_segs - p->n_trees;
+    a.init = m->pstate, a.final = nullptr;
+    if (st == VW_OK)
+        st = vw_cu_gdn_run(&a, s, err);
+    /* 9. gated RMSNorm with silu(z) */
+    if (st == VW_OK)
+        st = vw_cu_gated_rmsnorm(m->core, vd, m->big + cd, W, w->norm, m->c.rms_eps, R, m->Hv,
+                                 m->dv, s, err);
+    /* 10. delta = y W_out^T */
+    if (st == VW_OK)
+        st = vw_cu_linear(&m->gemm, m->core, vd, w->out, m->delta, m->H, R, m->H, vd, 0, err);
+    return st;
+}
+
+// §3.4: gated GQA attention on x [R, H]; o_proj(...) into delta [R, H]. Blocks
+// read their prefix's K/V rows in place (same packed buffers).
+vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw_err *err) {
+    const size_t R = p->rows, W = m->attn_in, hd = m->hd, qw = m->Hq * hd;
+    float *Q = m->mix, *K = m->mix + R * qw;
+    vw_status st = vw_cu_linear(&m->gemm, m->x, m->H, w->in, m->big, W, R, W, m->H, 0, err);
+    vw_cu_attn_prep ap = {m->big,
+                          W,
+                          w->q_norm,
+                          w->k_norm,
+                          m->c.rms_eps,
+                          m->cos_t,
+                          m->sin_t,
+                          m->rot,
+                          m->dmeta.segs,
+                          m->dmeta.row_seg,
+                          R,
+                          m->Hq,
+                          m->Hk,
+                          hd,
+                          Q,
+                          K};
+    if (st == VW_OK)
+        st = vw_cu_attn_prep_run(&ap, m->stream, err);
+    vw_cu_attn at = {Q,
+                     K,
+                     m->big + m->attn_q2 + m->attn_kv,
+                     W,
+                     m->big + hd,
+                     W,
+                     2 * hd,
+                     m->core,
+                     qw,
+                     m->Hq,
+                     m->Hk,
+                     hd,
+                     m->dmeta.segs,
+                     m->dmeta.items,
+                     p->n_items};
+    if (st == VW_OK)
+        st = vw_cu_attention(&at, m->stream, err);
+    if (st == VW_OK)
+        st = vw_cu_linear(&m->gemm, m->core, qw, w->o, m->delta, m->H, R, m->H, qw, 0, err);
+    return st;
+}
+
+// §3.3 + §3.6: h += mixer; x = post_norm(h); delta = down(silu(gate) * up);
+// h += delta; x = next_norm(h) (the next layer's input norm, or the final norm).
+vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_norm,
+                    const cu_plan *p, vw_err *err) {
+    const size_t R = p->rows, H = m->H, F = m->F;
+    const float eps = m->c.rms_eps;
+    vw_status st =
+        vw_cu_add_rmsnorm(m->h, m->delta, lw->post_norm, eps, R, H, m->x, m->stream, err);
+    if (st == VW_OK)
+        st = vw_cu_linear(&m->gemm, m->x, H, lw->mlp_in, m->big, 2 * F, R, 2 * F, H, 0, err);
+    if (st == VW_OK)
+        st = vw_cu_swiglu(m->big, R, F, m->stream, err);
+    if (st == VW_OK)
+        st = vw_cu_linear(&m->gemm, m->big, 2 * F, lw->down, m->delta, H, R, H, F, 0, err);
+    if (st == VW_OK)
+        st = vw_cu_add_rmsnorm(m->h, m->delta, next_norm, eps, R, H, m->x, m->stream, err);
+    return st;
+}
+
+vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
+    const size_t R = p->rows, H = m->H;
+    const bool bf16 = m->opts.precision == VW_CUDA_BF16;
+    vw_status st = vw_cu_embed(m->embed, bf16, m->dmeta.ids, R, H, m->h, m->stream, err);
+    if (st == VW_OK) /* x = input_norm_0(h) */
+        st = vw_cu_add_rmsnorm(m->h, nullptr, m->layers[0].in_norm, m->c.rms_eps, R, H, m->x,
+                               m->stream, err);
+    for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++) {
+        const cu_layer_w *lw = &m->layers[l];
+        st = lw->full ? attn_layer(m, &lw->a, p, err) : gdn_layer(m, &lw->g, p, err);
+        const float *next = l + 1 < m->c.n_layers ? m->layers[l + 1].in_norm : m->final_norm;
+        if (st == VW_OK)
+            st = mlp_block(m, lw, next, p, err);
+    }
+    return st;
+}
+
+} // namespace
+
+vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
+                        vw_err *err) {
+    const cu_model *m = (const cu_model *)ex->impl;
+    vw_status st = vw_trees_validate(trees, n_trees, m->c.vocab, err);
+    if (st != VW_OK)
+        return st;
+    if (!n_trees)
+        return VW_FAIL(err, VW_EINVAL, "bad_tree", "empty batch of trees");
+    cu_plan p;
+    if ((st = plan_size(m, trees, n_trees, &p, err)) != VW_OK)
+        return st;
+    if ((st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device))) != VW_OK)
+        return st;
+    /* The pinned metadata may still feed the previous call's copies: wait. */
+    if ((st = VW_CUDA_TRY(err, cudaStreamSynchronize(m->stream))) != VW_OK)
+        return st;
+    plan_fill(m, trees, &p);
+    st = plan_upload(m, &p, err);
+    if (st == VW_OK)
+        st = run_layers(m, &p, err);
+    /* x now holds the final-normed rows; gather the readouts into delta. */
+    if (st == VW_OK && p.n_out)
+        st = vw_cu_gather_rows(m->x, m->H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
+    if (st == VW_OK && p.n_out)
+        st = VW_CUDA_TRY(err, cudaMemcpyAsync(rows, m->delta, p.n_out * m->H * sizeof(float),
+                                              cudaMemcpyDeviceToHost, m->stream));
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaStreamSynchronize(m->stream));
+    return st;
+}

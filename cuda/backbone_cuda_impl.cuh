@@ -1,0 +1,91 @@
+/* backbone_cuda_impl.cuh — internal to the CUDA executor: backbone_cuda.cu
+ * (weights, arena, lifetime) and backbone_cuda_fwd.cu (plan + forward).
+ * Not a public contract.
+ *
+ * Shapes (as core/backbone_cpu_impl.h): H hidden, F ffn, Hq/Hk attention
+ * heads of hd, Hv/Hkl DeltaNet heads of dv/dk, kd = Hkl*dk, vd = Hv*dv,
+ * cd = 2*kd + vd conv channels, K conv taps. R = max_tokens (rows of a
+ * call), NT = max_trees. "WT" marks a matrix stored BF16 in BF16 mode and
+ * FP32 in FP32 mode; every vector is FP32.
+ */
+#ifndef VW_BACKBONE_CUDA_IMPL_CUH
+#define VW_BACKBONE_CUDA_IMPL_CUH
+
+#include "backbone_cuda.h"
+#include "kernels.cuh"
+
+typedef struct cu_gdn_w {
+    void *in;       /* WT [cd + vd + 2*Hv, H]: rows qkv | z | b | a */
+    float *conv;    /* [cd, K] */
+    float *dt_bias; /* [Hv] */
+    float *A;       /* [Hv] = -exp(A_log) */
+    float *norm;    /* [dv] plain weight */
+    void *out;      /* WT [H, vd] */
+} cu_gdn_w;
+
+typedef struct cu_attn_w {
+    void *in;               /* WT [Hq*2*hd + 2*Hk*hd, H]: q/gate per head | k | v */
+    float *q_norm, *k_norm; /* [hd], 1 + w */
+    void *o;                /* WT [H, Hq*hd] */
+} cu_attn_w;
+
+typedef struct cu_layer_w {
+    int full;                   /* 1: attention, 0: DeltaNet */
+    float *in_norm, *post_norm; /* [H], 1 + w */
+    void *mlp_in;               /* WT [2F, H]: gate | up */
+    void *down;                 /* WT [H, F] */
+    cu_gdn_w g;
+    cu_attn_w a;
+} cu_layer_w;
+
+/* Per-call metadata, int32, laid out by capacity R (host: pinned; device:
+ * arena): ids [R], row_seg [R], out_rows [R], segs [R] x vw_cuda_seg, items
+ * [2R] (attention tiles). */
+typedef struct cu_meta {
+    int32_t *ids, *row_seg, *out_rows, *items;
+    vw_cuda_seg *segs;
+} cu_meta;
+
+/* One forward call's packed batch. Segments: prefixes [0, n_trees) (tree t's
+ * prefix is segment t, DeltaNet state slot t), then blocks in tree order. */
+typedef struct cu_plan {
+    size_t rows, n_trees, n_segs, n_out, n_items;
+} cu_plan;
+
+typedef struct cu_model {
+    vw_qwen35_config c;
+    vw_cuda_opts opts; /* resolved (no zeros) */
+    size_t H, F, hd, Hq, Hk, rot, Hv, Hkl, dk, dv, kd, vd, cd, K;
+    size_t gdn_in, attn_q2, attn_kv, attn_in;
+    size_t big_w, mix_w, core_w, xbf_w; /* per-row widths of the arena buffers */
+    size_t wt_size;                     /* bytes per matrix element: 2 (BF16) or 4 */
+
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    vw_cu_gemm gemm;
+
+    void *weights; /* device, owns every weight */
+    void *embed;   /* WT [vocab, H] */
+    float *final_norm;
+    cu_layer_w *layers; /* host array [n_layers] */
+
+    void *arena;          /* device, owns every activation */
+    float *h, *x, *delta; /* [R, H] residual stream, normed rows, mixer/MLP output */
+    float *big;           /* [R, big_w] stacked projections, then MLP gate|up */
+    float *mix;           /* [R, mix_w] conv output (DeltaNet) or Q|K (attention) */
+    float *core;          /* [R, core_w] token-mixer output */
+    float *gb;            /* [2, R, Hv] g then beta */
+    float *pstate;        /* [NT, Hv, dk, dv] prefixes' final DeltaNet states (one layer) */
+    float *cos_t, *sin_t; /* [R, rot/2] RoPE tables for positions 0 .. R-1 */
+    void *blas_ws;
+    size_t blas_ws_bytes;
+    cu_meta dmeta; /* device */
+    cu_meta hmeta; /* pinned host */
+    void *hmeta_base;
+} cu_model;
+
+/* backbone_cuda_fwd.cu: the executor's forward slot. */
+vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
+                        vw_err *err);
+
+#endif

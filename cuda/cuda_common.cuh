@@ -1,0 +1,96 @@
+/* cuda_common.cuh — checked CUDA/cuBLAS calls and the small device helpers
+ * every kernel file shares. Internal to cuda/ (C++ only).
+ *
+ * VW_CUDA_TRY(err, call) / VW_CUBLAS_TRY(err, call) evaluate the call and
+ * return VW_OK, or fill *err with the stringified call, the CUDA/cuBLAS
+ * error name and the file:line, and return VW_ECUDA (style.md). They do not
+ * jump: callers write `if (st == VW_OK) st = VW_CUDA_TRY(...)` or goto done.
+ * VW_CUDA_LAUNCHED(err, "name") is the cudaGetLastError check after every
+ * kernel launch. Thread-safety: pure functions.
+ */
+#ifndef VW_CUDA_COMMON_CUH
+#define VW_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vw_status.h"
+
+static inline vw_status vw_cuda_check(cudaError_t e, const char *what, const char *file, int line,
+                                      vw_err *err) {
+    if (e == cudaSuccess)
+        return VW_OK;
+    return vw_err_set(err, VW_ECUDA, "cuda_error", file, line, "%s: %s (%s)", what,
+                      cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static inline vw_status vw_cublas_check(cublasStatus_t s, const char *what, const char *file,
+                                        int line, vw_err *err) {
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return VW_OK;
+    return vw_err_set(err, VW_ECUDA, "cublas_error", file, line, "%s: %s (%s)", what,
+                      cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+#define VW_CUDA_TRY(err, call) vw_cuda_check((call), #call, __FILE__, __LINE__, (err))
+#define VW_CUBLAS_TRY(err, call) vw_cublas_check((call), #call, __FILE__, __LINE__, (err))
+#define VW_CUDA_LAUNCHED(err, name)                                                                \
+    vw_cuda_check(cudaGetLastError(), "launch of " name, __FILE__, __LINE__, (err))
+
+/* Grid size for n independent items of `per_block` each; at least 1 so an
+ * empty launch is still a valid one (kernels bound-check). */
+static inline unsigned vw_blocks_for(size_t n, unsigned per_block) {
+    size_t b = (n + per_block - 1) / per_block;
+    return (unsigned)(b ? b : 1);
+}
+
+/* Opts a kernel into `bytes` of dynamic shared memory (above the 48 KiB
+ * default) after checking the device allows it. */
+vw_status vw_cuda_smem_optin(const void *kernel, size_t bytes, const char *name, vw_err *err);
+
+#ifdef __CUDACC__
+/* Warp sums by xor butterfly: at each step lane x adds v[x] + v[x^s] and
+ * lane x^s adds the same two values, so every lane ends with the bitwise
+ * same result, and the order never depends on the data or the launch. */
+__device__ __forceinline__ float vw_warp_sum(float v) {
+    for (int s = 16; s > 0; s >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, s);
+    return v;
+}
+
+__device__ __forceinline__ double vw_warp_sum_d(double v) {
+    for (int s = 16; s > 0; s >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, s);
+    return v;
+}
+
+__device__ __forceinline__ float vw_warp_max(float v) {
+    for (int s = 16; s > 0; s >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, s));
+    return v;
+}
+
+/* ops_cpu.h's scalar functions, same formulas (expf/log1pf, not the fast
+ * intrinsics). */
+__device__ __forceinline__ float vw_d_sigmoid(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+__device__ __forceinline__ float vw_d_silu(float x) {
+    return x / (1.0f + expf(-x));
+}
+__device__ __forceinline__ float vw_d_softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+__device__ __forceinline__ float vw_load_f(const float *p) {
+    return *p;
+}
+__device__ __forceinline__ float vw_load_f(const __nv_bfloat16 *p) {
+    return __bfloat162float(*p);
+}
+#endif
+
+#endif

@@ -1,0 +1,163 @@
+// elementwise.cu — the row-local kernels of the CUDA backbone: embedding
+// gather, BF16 rounding of GEMM inputs, causal conv + SiLU with a prefix
+// history, q/k L2 norm, DeltaNet gates, SwiGLU and the readout gather. Each
+// names the CPU function (core/ops_cpu.c, core/backbone_layers.c) it mirrors;
+// every output element is computed by one thread from its own row (plus, for
+// the conv, the K-1 rows before it), so batching never changes a value.
+#include "kernels.cuh"
+
+namespace {
+
+constexpr unsigned THREADS = 256;
+constexpr size_t MAX_GRID = 1u << 20; // grid-stride loops cover the rest
+
+unsigned grid_for(size_t n) {
+    size_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < MAX_GRID ? (b ? b : 1) : MAX_GRID);
+}
+
+__device__ __forceinline__ size_t gtid() {
+    return (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ size_t gstride() {
+    return (size_t)gridDim.x * blockDim.x;
+}
+
+// vw_cpu_run_segment: h[r,:] = E[ids[r],:] (§3.1, no scaling).
+template <typename WT>
+__global__ void embed_k(const WT *__restrict__ E, const int32_t *__restrict__ ids, size_t rows,
+                        size_t H, float *__restrict__ h) {
+    for (size_t i = gtid(); i < rows * H; i += gstride()) {
+        size_t r = i / H, d = i % H;
+        h[i] = vw_load_f(E + (size_t)ids[r] * H + d);
+    }
+}
+
+__global__ void cast_bf16_k(const float *__restrict__ x, size_t ldx, size_t rows, size_t cols,
+                            __nv_bfloat16 *__restrict__ y) {
+    for (size_t i = gtid(); i < rows * cols; i += gstride()) {
+        size_t r = i / cols, c = i % cols;
+        y[i] = __float2bfloat16_rn(x[r * ldx + c]);
+    }
+}
+
+// vw_causal_conv_silu + vw_conv_history (§3.5 steps 2-3, §4.3): tap j reads
+// position t-(K-1)+j; positions before the sequence come from the parent
+// prefix's last rows (a block) or are zero (a prefix, or before the parent).
+__global__ void conv_silu_k(const float *__restrict__ x, size_t ldx, const float *__restrict__ w,
+                            size_t C, size_t K, const vw_cuda_seg *__restrict__ segs,
+                            const int32_t *__restrict__ row_seg, size_t rows,
+                            float *__restrict__ y) {
+    for (size_t i = gtid(); i < rows * C; i += gstride()) {
+        const size_t r = i / C, c = i % C;
+        const vw_cuda_seg sg = segs[row_seg[r]];
+        const long t = (long)r - sg.start;
+        float acc = 0.0f;
+        for (size_t j = 0; j < K; j++) {
+            const long p = t - (long)(K - 1) + (long)j;
+            float xv = 0.0f;
+            if (p >= 0)
+                xv = x[(size_t)(sg.start + p) * ldx + c];
+            else if (sg.parent_len + p >= 0)
+                xv = x[(size_t)(sg.parent_start + sg.parent_len + p) * ldx + c];
+            acc += w[c * K + j] * xv;
+        }
+        y[i] = vw_d_silu(acc);
+    }
+}
+
+// vw_l2norm_scale (§3.5 step 7): one warp per (row, head); heads [0, Hk) are
+// q (times qscale), [Hk, 2Hk) are k. Sum of squares in double like the CPU.
+__global__ void l2norm_qk_k(float *__restrict__ x, size_t ld, size_t rows, size_t Hk, size_t dk,
+                            float eps, float qscale) {
+    const size_t warp = gtid() / 32, lane = threadIdx.x % 32;
+    if (warp >= rows * 2 * Hk)
+        return;
+    const size_t r = warp / (2 * Hk), hh = warp % (2 * Hk);
+    float *v = x + r * ld + hh * dk;
+    double ss = 0.0;
+    for (size_t d = lane; d < dk; d += 32)
+        ss += (double)v[d] * v[d];
+    ss = vw_warp_sum_d(ss);
+    const float inv = 1.0f / sqrtf((float)ss + eps) * (hh < Hk ? qscale : 1.0f);
+    for (size_t d = lane; d < dk; d += 32)
+        v[d] *= inv;
+}
+
+// gdn_layer steps 5-6: g = A softplus(a + dt_bias) (A = -exp(A_log)), beta = sigmoid(b).
+__global__ void gates_k(const float *__restrict__ ba, size_t ld, const float *__restrict__ A,
+                        const float *__restrict__ dt_bias, size_t rows, size_t Hv,
+                        float *__restrict__ g, float *__restrict__ beta) {
+    for (size_t i = gtid(); i < rows * Hv; i += gstride()) {
+        const size_t r = i / Hv, h = i % Hv;
+        const float b = ba[r * ld + h], a = ba[r * ld + Hv + h];
+        g[i] = A[h] * vw_d_softplus(a + dt_bias[h]);
+        beta[i] = vw_d_sigmoid(b);
+    }
+}
+
+// mlp_block: gate = silu(gate) * up, in place in the gate half (ld 2F).
+__global__ void swiglu_k(float *__restrict__ gu, size_t rows, size_t F) {
+    for (size_t i = gtid(); i < rows * F; i += gstride()) {
+        const size_t r = i / F, c = i % F;
+        float *gate = gu + r * 2 * F;
+        gate[c] = vw_d_silu(gate[c]) * gate[F + c];
+    }
+}
+
+__global__ void gather_rows_k(const float *__restrict__ x, size_t H,
+                              const int32_t *__restrict__ idx, size_t n, float *__restrict__ out) {
+    for (size_t i = gtid(); i < n * H; i += gstride()) {
+        const size_t k = i / H, d = i % H;
+        out[i] = x[(size_t)idx[k] * H + d];
+    }
+}
+
+} // namespace
+
+vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, size_t H, float *h,
+                      cudaStream_t s, vw_err *err) {
+    if (bf16)
+        embed_k<<<grid_for(rows * H), THREADS, 0, s>>>((const __nv_bfloat16 *)E, ids, rows, H, h);
+    else
+        embed_k<<<grid_for(rows * H), THREADS, 0, s>>>((const float *)E, ids, rows, H, h);
+    return VW_CUDA_LAUNCHED(err, "embed_k");
+}
+
+vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, __nv_bfloat16 *y,
+                          cudaStream_t s, vw_err *err) {
+    cast_bf16_k<<<grid_for(rows * cols), THREADS, 0, s>>>(x, ldx, rows, cols, y);
+    return VW_CUDA_LAUNCHED(err, "cast_bf16_k");
+}
+
+vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,
+                          const vw_cuda_seg *segs, const int32_t *row_seg, size_t rows, float *y,
+                          cudaStream_t s, vw_err *err) {
+    conv_silu_k<<<grid_for(rows * C), THREADS, 0, s>>>(x, ldx, w, C, K, segs, row_seg, rows, y);
+    return VW_CUDA_LAUNCHED(err, "conv_silu_k");
+}
+
+vw_status vw_cu_l2norm_qk(float *x, size_t ld, size_t rows, size_t Hk, size_t dk, float eps,
+                          float qscale, cudaStream_t s, vw_err *err) {
+    const size_t warps = rows * 2 * Hk;
+    l2norm_qk_k<<<vw_blocks_for(warps * 32, THREADS), THREADS, 0, s>>>(x, ld, rows, Hk, dk, eps,
+                                                                       qscale);
+    return VW_CUDA_LAUNCHED(err, "l2norm_qk_k");
+}
+
+vw_status vw_cu_gates(const float *ba, size_t ld, const float *A, const float *dt_bias, size_t rows,
+                      size_t Hv, float *g, float *beta, cudaStream_t s, vw_err *err) {
+    gates_k<<<grid_for(rows * Hv), THREADS, 0, s>>>(ba, ld, A, dt_bias, rows, Hv, g, beta);
+    return VW_CUDA_LAUNCHED(err, "gates_k");
+}
+
+vw_status vw_cu_swiglu(float *gu, size_t rows, size_t F, cudaStream_t s, vw_err *err) {
+    swiglu_k<<<grid_for(rows * F), THREADS, 0, s>>>(gu, rows, F);
+    return VW_CUDA_LAUNCHED(err, "swiglu_k");
+}
+
+vw_status vw_cu_gather_rows(const float *x, size_t H, const int32_t *idx, size_t n, float *out,
+                            cudaStream_t s, vw_err *err) {
+    gather_rows_k<<<grid_for(n * H), THREADS, 0, s>>>(x, H, idx, n, out);
+    return VW_CUDA_LAUNCHED(err, "gather_rows_k");
+}

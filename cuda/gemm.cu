@@ -1,0 +1,97 @@
+// gemm.cu — Y[T,N] (+)= X[T,K] W[N,K]^T, the PyTorch Linear of every projection
+// (CPU reference: vw_linear in core/ops_cpu.c). Three engines:
+//  - BF16: X rounded to BF16 into scratch, W stored BF16, cublasGemmEx with FP32
+//    accumulation and FP32 output (spec §6.1 mapping: OP_T on W, OP_N on X).
+//  - FP32: the same call on FP32 operands with CUBLAS_COMPUTE_32F_PEDANTIC, so
+//    no TF32 or other reduced-precision path is taken.
+//  - FP32 invariant: gemm_f32_fixed below. Each output element is one FMA chain
+//    over k = 0..K-1 in order, so its value depends only on its row of X and
+//    its row of W, never on T or the launch — the property the tree-batching
+//    test checks bit for bit (cuBLAS chooses kernels and split-K by shape).
+#include <limits.h>
+
+#include "kernels.cuh"
+
+namespace {
+
+constexpr int BM = 64, BN = 64, BK = 16, GEMM_THREADS = 256;
+static_assert(BM == BN && BM * BK % GEMM_THREADS == 0, "tile loads share one index");
+
+__global__ void gemm_f32_fixed(const float *__restrict__ X, size_t ldx, const float *__restrict__ W,
+                               float *__restrict__ Y, size_t ldy, int T, int N, int K,
+                               int accumulate) {
+    __shared__ float As[BK][BM + 1]; // As[k][row]: X tile, transposed
+    __shared__ float Bs[BK][BN + 1]; // Bs[k][col]: W tile, transposed
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    float acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++)
+            acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        for (int e = tid; e < BM * BK; e += GEMM_THREADS) {
+            const int r = e / BK, kk = e % BK, gk = k0 + kk;
+            const int gr = row0 + r, gc = col0 + r;
+            // Zero padding past K adds fmaf(0, 0, acc) == acc: same for every T.
+            As[kk][r] = (gr < T && gk < K) ? X[(size_t)gr * ldx + gk] : 0.0f;
+            Bs[kk][r] = (gc < N && gk < K) ? W[(size_t)gc * K + gk] : 0.0f;
+        }
+        __syncthreads();
+        for (int kk = 0; kk < BK; kk++) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; i++) {
+                a[i] = As[kk][ty * 4 + i];
+                b[i] = Bs[kk][tx * 4 + i];
+            }
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++) {
+        const int r = row0 + ty * 4 + i;
+        if (r >= T)
+            continue;
+        for (int j = 0; j < 4; j++) {
+            const int c = col0 + tx * 4 + j;
+            if (c >= N)
+                continue;
+            float *y = Y + (size_t)r * ldy + c;
+            *y = accumulate ? *y + acc[i][j] : acc[i][j];
+        }
+    }
+}
+
+} // namespace
+
+vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
+                       size_t ldy, size_t T, size_t N, size_t K, int accumulate, vw_err *err) {
+    if (T > INT_MAX || N > INT_MAX || K > INT_MAX || ldx > INT_MAX || ldy > INT_MAX)
+        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "gemm %zux%zux%zu exceeds int range", T,
+                       N, K);
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    if (g->prec == VW_CUDA_FP32 && g->invariant) {
+        dim3 grid(vw_blocks_for(N, BN), vw_blocks_for(T, BM));
+        if (grid.y > 65535)
+            return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "gemm: %zu rows exceed the grid", T);
+        gemm_f32_fixed<<<grid, GEMM_THREADS, 0, g->stream>>>(X, ldx, (const float *)W, Y, ldy,
+                                                             (int)T, (int)N, (int)K, accumulate);
+        return VW_CUDA_LAUNCHED(err, "gemm_f32_fixed");
+    }
+    if (g->prec == VW_CUDA_FP32)
+        return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,
+                                               (int)K, &alpha, W, CUDA_R_32F, (int)K, X, CUDA_R_32F,
+                                               (int)ldx, &beta, Y, CUDA_R_32F, (int)ldy,
+                                               CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+    if (T * K > g->xbf_cap)
+        return VW_FAIL(err, VW_EINVAL, "internal", "gemm: %zux%zu input exceeds the BF16 scratch",
+                       T, K);
+    vw_status st = vw_cu_cast_bf16(X, ldx, T, K, g->xbf, g->stream, err);
+    if (st != VW_OK)
+        return st;
+    return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,
+                                           (int)K, &alpha, W, CUDA_R_16BF, (int)K, g->xbf,
+                                           CUDA_R_16BF, (int)K, &beta, Y, CUDA_R_32F, (int)ldy,
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}

@@ -1,0 +1,130 @@
+/* kernels.cuh — launchers of the CUDA backbone's kernels on device buffers.
+ * Internal to cuda/: the executor (backbone_cuda*.cu) and the per-op API
+ * (ops_cuda.cu) call them; ops_cuda.h documents each op's math, and each
+ * kernel file names the CPU reference function it mirrors.
+ *
+ * Every pointer is a device pointer; every launcher enqueues on `s`, checks
+ * the launch (cudaGetLastError) and returns VW_OK or VW_ECUDA / VW_EUNSUPPORTED
+ * with the kernel named. Rows are independent unless a sequence table
+ * (vw_cuda_seg) says otherwise, and no kernel's per-row result depends on the
+ * other rows of the batch (fixed reduction orders), so packing trees never
+ * changes a tree's numbers. Thread-safety: launchers hold no state.
+ */
+#ifndef VW_KERNELS_CUH
+#define VW_KERNELS_CUH
+
+#include "cuda_common.cuh"
+#include "ops_cuda.h"
+
+/* ---- gemm.cu ------------------------------------------------------------ */
+
+typedef struct vw_cu_gemm {
+    cublasHandle_t blas;
+    cudaStream_t stream;
+    vw_cuda_precision prec;
+    int invariant;      /* FP32: in-house fixed-order kernel instead of cuBLAS */
+    __nv_bfloat16 *xbf; /* BF16: scratch for the rounded input, xbf_cap elements */
+    size_t xbf_cap;
+} vw_cu_gemm;
+
+/* Y[T,N] (ld ldy) (+)= X[T,K] (ld ldx) W[N,K]^T; W is BF16 in BF16 mode, FP32
+ * otherwise; Y is FP32. */
+vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
+                       size_t ldy, size_t T, size_t N, size_t K, int accumulate, vw_err *err);
+
+/* ---- elementwise.cu ------------------------------------------------------ */
+
+vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, size_t H, float *h,
+                      cudaStream_t s, vw_err *err);
+/* y [rows, cols] dense BF16 = x [rows, cols] (ld ldx) rounded to nearest even. */
+vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, __nv_bfloat16 *y,
+                          cudaStream_t s, vw_err *err);
+/* x: pre-conv rows (ld ldx), w [C, K]; row_seg[r] = index into segs; y [rows, C]. */
+vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,
+                          const vw_cuda_seg *segs, const int32_t *row_seg, size_t rows, float *y,
+                          cudaStream_t s, vw_err *err);
+/* In place on x (ld ld): q heads at columns [0, Hk*dk), k heads after them. */
+vw_status vw_cu_l2norm_qk(float *x, size_t ld, size_t rows, size_t Hk, size_t dk, float eps,
+                          float qscale, cudaStream_t s, vw_err *err);
+/* ba (ld ld): b at columns [0, Hv), a at [Hv, 2Hv). g, beta: [rows, Hv]. */
+vw_status vw_cu_gates(const float *ba, size_t ld, const float *A, const float *dt_bias, size_t rows,
+                      size_t Hv, float *g, float *beta, cudaStream_t s, vw_err *err);
+/* In place on gu [rows, 2F]. */
+vw_status vw_cu_swiglu(float *gu, size_t rows, size_t F, cudaStream_t s, vw_err *err);
+/* out[i, :] = x[idx[i], :], rows of H floats. */
+vw_status vw_cu_gather_rows(const float *x, size_t H, const int32_t *idx, size_t n, float *out,
+                            cudaStream_t s, vw_err *err);
+
+/* ---- norm.cu ------------------------------------------------------------- */
+
+/* h += delta (delta may be NULL); y = rmsnorm(h) * w; h, delta, y [rows, D]. */
+vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float eps, size_t rows,
+                            size_t D, float *y, cudaStream_t s, vw_err *err);
+/* In place on o (ld ldo, Hv heads of dv): o = rmsnorm(o) * w * silu(z); z (ld ldz). */
+vw_status vw_cu_gated_rmsnorm(float *o, size_t ldo, const float *z, size_t ldz, const float *w,
+                              float eps, size_t rows, size_t Hv, size_t dv, cudaStream_t s,
+                              vw_err *err);
+
+typedef struct vw_cu_attn_prep {
+    const float
+        *proj; /* q head h at proj + r*ldp + h*2*hd; k head g at proj + r*ldp + Hq*2*hd + g*hd */
+    size_t ldp;
+    const float *q_norm, *k_norm; /* [hd], 1 + weight */
+    float eps;
+    const float *cos_t, *sin_t; /* [positions, rot/2] (vw_rope_tables) */
+    size_t rot;
+    const vw_cuda_seg *segs;
+    const int32_t *row_seg;
+    size_t rows, Hq, Hk, hd;
+    float *Q, *K; /* [rows, Hq, hd], [rows, Hk, hd] */
+} vw_cu_attn_prep;
+
+vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *err);
+
+/* ---- attention.cu --------------------------------------------------------- */
+
+enum { VW_ATT_BR = 16 }; /* query rows per work item */
+
+typedef struct vw_cu_attn {
+    const float *Q; /* [rows, Hq, hd] */
+    const float *K; /* [rows, Hk, hd] */
+    const float *V; /* kv head g at V + r*ldv + g*hd */
+    size_t ldv;
+    const float *G; /* gate of head h at G + r*ldg + h*gstride; NULL: no gate */
+    size_t ldg, gstride;
+    float *O; /* head h at O + r*ldo + h*hd */
+    size_t ldo;
+    size_t Hq, Hk, hd;
+    const vw_cuda_seg *segs;
+    const int32_t
+        *items; /* n_items pairs (segment, first row within it), rows in VW_ATT_BR tiles */
+    size_t n_items;
+} vw_cu_attn;
+
+vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
+/* The items of segs[0..n_segs) in order: for each segment, tiles of VW_ATT_BR
+ * rows. Returns the count (<= total rows); items has room for 2*rows ints. */
+size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items);
+
+/* ---- delta_rule.cu ------------------------------------------------------- */
+
+typedef struct vw_cu_gdn {
+    const float *q, *k, *v; /* q̂ (scaled), k̂ normalised; head layout as vw_gdn_io */
+    size_t ldq, ldk, ldv;
+    const float *g, *beta; /* [rows, Hv] */
+    float *out;            /* head h at out + r*ldo + h*dv */
+    size_t ldo;
+    size_t Hk, Hv, dk, dv;
+    const vw_cuda_seg *segs; /* the sequences to run */
+    size_t n_segs;
+    const float *init; /* [slots, Hv, dk, dv] by seg.state, or NULL: zero start */
+    float *final;      /* [slots, Hv, dk, dv] by seg.state, or NULL: not kept */
+} vw_cu_gdn;
+
+vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+/* VW_OK when the device can run the delta rule / attention kernels at these
+ * sizes (shared memory, head widths); else VW_EUNSUPPORTED naming the limit. */
+vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err);
+vw_status vw_cu_attn_supported(size_t hd, vw_err *err);
+
+#endif

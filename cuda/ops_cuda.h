@@ -1,0 +1,113 @@
+/* ops_cuda.h — the CUDA backbone's kernels, one C call each, on host buffers,
+ * so tests (tests/test_cuda_kernels.c) can run every kernel against its CPU
+ * reference (core/ops_cpu.h, core/delta_rule.h) on the same inputs.
+ *
+ * Each vw_cuda_op_* call copies its inputs to freshly allocated device
+ * memory, runs exactly the launcher the executor uses (cuda/kernels.cuh),
+ * copies the outputs back and frees everything: convenient, slow, and never
+ * used on the request path. Shapes are [rows, cols] row-major; ld arguments
+ * are row strides in floats, as in ops_cpu.h.
+ *
+ * Packed batches: several sequences share one buffer of rows; vw_cuda_seg
+ * describes one of them. A block continues a prefix: it reads the parent's
+ * rows for its conv history and attention keys, and its DeltaNet state slot
+ * (executor.h tree semantics). The executor builds the same records.
+ *
+ * Ownership: every buffer is the caller's. Thread-safety: calls on different
+ * threads are independent (each uses the default device). Errors: VW_ECUDA
+ * (no device, launch or copy failure, named), VW_EUNSUPPORTED (a shape the
+ * kernel does not handle), VW_ENOMEM (host staging).
+ */
+#ifndef VW_OPS_CUDA_H
+#define VW_OPS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backbone_cuda.h"
+#include "delta_rule.h"
+#include "vw_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One sequence of a packed batch. */
+typedef struct vw_cuda_seg {
+    int32_t start, len;   /* rows [start, start + len) */
+    int32_t pos0;         /* RoPE position of the first row */
+    int32_t parent_start; /* first row of the prefix a block continues */
+    int32_t parent_len;   /* its length; 0 for a prefix (empty history) */
+    int32_t state;        /* DeltaNet state slot: a prefix writes its final state there, a
+                             block reads its initial state from it; -1: none (zero start) */
+} vw_cuda_seg;
+
+/* Y[T,N] (+)= X[T,K] W[N,K]^T (vw_linear). BF16 rounds X and W to BF16 first;
+ * FP32 uses cuBLAS pedantic FP32, or the fixed-order kernel if invariant. */
+vw_status vw_cuda_op_linear(vw_cuda_precision prec, int invariant, const float *X, const float *W,
+                            float *Y, size_t T, size_t N, size_t K, int accumulate, vw_err *err);
+
+/* h[r,:] = E[ids[r],:] for rows r (vw_cpu_run_segment's embedding copy); E is
+ * rounded to BF16 first when bf16 != 0 (as the serving weights are). */
+vw_status vw_cuda_op_embed(const float *E, size_t vocab, size_t H, int bf16, const int32_t *ids,
+                           size_t rows, float *h, vw_err *err);
+
+/* h += delta (when delta != NULL), then y = rmsnorm(h) * w (vw_rmsnorm with
+ * w = 1 + weight); h is updated in place. h, delta, y: [rows, D]. */
+vw_status vw_cuda_op_add_rmsnorm(float *h, const float *delta, const float *w, float eps,
+                                 size_t rows, size_t D, float *y, vw_err *err);
+
+/* Gated RMSNorm of the DeltaNet output, in place: for each row and head,
+ * o = rmsnorm(o) * w * silu(z) (o, z: [rows, Hv*dv]; w: [dv]). */
+vw_status vw_cuda_op_gated_rmsnorm(float *o, const float *z, const float *w, float eps, size_t rows,
+                                   size_t Hv, size_t dv, vw_err *err);
+
+/* In place on x [rows, 2*Hk*dk] (q heads then k heads): vw_l2norm_scale with
+ * eps, scale qscale on q heads and 1 on k heads. */
+vw_status vw_cuda_op_l2norm_qk(float *x, size_t rows, size_t Hk, size_t dk, float eps, float qscale,
+                               vw_err *err);
+
+/* g = A * softplus(a + dt_bias), beta = sigmoid(b); ba: [rows, 2*Hv] (b then a),
+ * A = -exp(A_log): [Hv]; g, beta: [rows, Hv]. */
+vw_status vw_cuda_op_gates(const float *ba, const float *A, const float *dt_bias, size_t rows,
+                           size_t Hv, float *g, float *beta, vw_err *err);
+
+/* In place on gu [rows, 2F]: gu[r, i] = silu(gu[r, i]) * gu[r, F + i], i < F. */
+vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, vw_err *err);
+
+/* Causal depthwise conv (kernel K) + SiLU over C channels of x [rows, C] for the
+ * packed sequences segs (history of a block = its parent's last K-1 rows,
+ * zeros before position 0); w: [C, K]; y: [rows, C]. */
+vw_status vw_cuda_op_conv_silu(const float *x, const float *w, size_t C, size_t K,
+                               const vw_cuda_seg *segs, size_t n_segs, size_t rows, float *y,
+                               vw_err *err);
+
+/* Attention prep of spec §3.4 steps 1-4: proj [rows, Hq*2*hd + Hk*hd] holds
+ * per q head [query | gate] then the k heads; q/k heads are RMS-normed with
+ * qn/kn (1 + weight, [hd]) and rotated on the first `rot` dims at position
+ * seg.pos0 + (row - seg.start) (theta, tables as vw_rope_tables). Q: [rows,
+ * Hq, hd], Kout: [rows, Hk, hd]. */
+vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *kn, float eps,
+                               double theta, size_t rot, const vw_cuda_seg *segs, size_t n_segs,
+                               size_t rows, size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
+                               vw_err *err);
+
+/* Gated causal GQA attention (spec §3.4 steps 5-6): query row r of sequence s
+ * attends to s's parent rows, then to s's rows up to r; query head h reads KV
+ * head h / (Hq/Hk); scale hd^-0.5. Q: [rows, Hq, hd], K, V: [rows, Hk, hd],
+ * gate: [rows, Hq, hd] or NULL; O: [rows, Hq, hd] = softmax(QK^T)V * sigmoid(gate). */
+vw_status vw_cuda_op_attention(const float *Q, const float *K, const float *V, const float *gate,
+                               const vw_cuda_seg *segs, size_t n_segs, size_t rows, size_t Hq,
+                               size_t Hk, size_t hd, float *O, vw_err *err);
+
+/* The chunked gated delta rule (chunk 64) of io's T rows split into n_seq
+ * consecutive sequences of lengths seq_len[]; sequence i starts from
+ * state_in[i] ([Hv, dk, dv]; NULL: zeros) and leaves its final state in
+ * state_out[i] (NULL: not kept). io's pointers are host buffers. */
+vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
+                         const float *state_in, float *state_out, vw_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
