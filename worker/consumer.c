@@ -2,6 +2,7 @@
  * pause/resume, offset commits and the rebalance protocol (see worker.h).
  * Runs on the Kafka thread only; librdkafka serves every callback here from
  * rd_kafka_consumer_poll. Never produces (producer.c does). */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,8 +27,20 @@ vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, vw_err *err) 
 
 /* ---- callbacks (all on the Kafka thread) -------------------------------- */
 
+/* librdkafka threads. "CGRPJOINSTATE" lines ("Group "g" changed join state
+ * wait-join -> ...") are the only immediate signal that this member is
+ * rejoining (librdkafka 2.0.2 has no API for it); see hold_commits. */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     struct vw_worker *w = rd_kafka_opaque(rk);
+    if (!strcmp(fac, "CGRPJOINSTATE")) {
+        const char *arrow = strstr(buf, " -> ");
+        if (arrow)
+            atomic_store(&w->joining, strncmp(arrow + 4, "steady ", 7) != 0);
+        if (!w->kafka_debug)
+            return;
+    }
+    if (level >= 7 && !w->kafka_debug)
+        return; /* debug lines we asked for ourselves */
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
     vw_log_level lvl = level <= 3   ? VW_LOG_ERROR
                        : level == 4 ? VW_LOG_WARN
@@ -58,7 +71,43 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     (void)rk;
     struct vw_worker *w = opaque;
     vw_metrics_stats_json(w->metrics, json, len);
+    /* cgrp.join_state (STATISTICS.md) other than "steady" means this member is
+     * rejoining: hold async commits (see hold_commits). */
+    json_t *root = w->replay ? NULL : json_loadb(json, len, 0, NULL);
+    const char *js =
+        json_string_value(json_object_get(json_object_get(root, "cgrp"), "join_state"));
+    bool unsteady = js && strcmp(js, "steady") && strcmp(js, "init");
+    if (unsteady != w->group_unsteady)
+        VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "group join_state=%s", js);
+    w->group_unsteady = unsteady;
+    json_decref(root);
     return 0; /* librdkafka frees json */
+}
+
+/* session.timeout.ms as configured (librdkafka's default otherwise). */
+static int64_t session_timeout_ms(const vw_config *cfg) {
+    const char *v = vw_kvlist_get(&cfg->kafka.consumer, "session.timeout.ms");
+    if (!v)
+        v = vw_kvlist_get(&cfg->kafka.common, "session.timeout.ms");
+    return v ? atoll(v) : 45000;
+}
+
+/* The group is rebalancing. While this member waits for its JoinGroup answer,
+ * the coordinator holds its connection, so a commit sent then is answered
+ * after the generation changed: ILLEGAL_GENERATION, which librdkafka 2.0.2
+ * treats as a lost assignment (no revoke commit: the new owner processes the
+ * uncommitted tail again). So while a rebalance is known to run (librdkafka's
+ * join state is not steady, a commit got REBALANCE_IN_PROGRESS, or a
+ * cooperative revoke was just handled) async commits wait, and the input is
+ * paused (vw_consumer_flow) so that the uncommitted tail stays within what was
+ * in flight. Synchronous commits in the rebalance callback itself are always
+ * made: the generation is current there. */
+static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
+    if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
+        return;
+    if (w->commit_hold_until <= vw_now_ms())
+        VW_LOG(w->log, VW_LOG_INFO, "consumer", "group rebalancing: commits wait for it");
+    w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
 }
 
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -66,6 +115,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     (void)rk;
     struct vw_worker *w = opaque;
     w->commit_in_flight = false;
+    hold_commits(w, err);
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets)
         return;
     for (int i = 0; i < offsets->cnt; i++) {
@@ -75,6 +125,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             vw_metrics_inc(w->metrics, VW_M_COMMITS, 1);
         } else {
             /* Still pending in the tracker: the next commit tick retries it. */
+            hold_commits(w, p->err);
             vw_metrics_inc(w->metrics, VW_M_COMMIT_FAILURES, 1);
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "commit failed tp=%s:%d offset=%lld err=%s",
                    p->topic, (int)p->partition, (long long)p->offset,
@@ -137,7 +188,8 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
 }
 
 void vw_consumer_commit(struct vw_worker *w, bool sync) {
-    if (w->replay || (!sync && w->commit_in_flight))
+    if (w->replay ||
+        (!sync && (w->commit_in_flight || w->group_unsteady || vw_now_ms() < w->commit_hold_until)))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
     if (l) {
@@ -213,6 +265,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
+    w->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(w, parts);
         if (cooperative)
@@ -224,10 +277,13 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         vw_metrics_set_assigned(w->metrics, true);
     } else {
         revoke_partitions(w, parts, rd_kafka_assignment_lost(rk));
-        if (cooperative)
+        if (cooperative) {
             e = rd_kafka_incremental_unassign(rk, parts);
-        else
+            /* A cooperative revoke is followed by a second rebalance round. */
+            w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
+        } else {
             re = rd_kafka_assign(rk, NULL);
+        }
     }
     if (e) {
         VW_LOG(w->log, VW_LOG_ERROR, "consumer", "rebalance: %s", rd_kafka_error_string(e));
@@ -254,6 +310,16 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
         st = vw_conf_apply(conf, &cfg->kafka.common, err);
     if (!st)
         st = vw_conf_apply(conf, &cfg->kafka.consumer, err);
+    /* Join-state lines (see on_log); the user's own `debug` is kept. */
+    const char *dbg = vw_kvlist_get(&cfg->kafka.consumer, "debug");
+    if (!dbg)
+        dbg = vw_kvlist_get(&cfg->kafka.common, "debug");
+    w->kafka_debug = dbg != NULL;
+    if (!st && !w->replay) {
+        char all[512];
+        snprintf(all, sizeof all, "%s%scgrp", dbg ? dbg : "", dbg ? "," : "");
+        st = vw_conf_set(conf, "debug", all, err);
+    }
     /* The delivery rule: offsets move only through the tracker. */
     if (!st)
         st = vw_conf_set(conf, "enable.auto.commit", "false", err);
@@ -340,10 +406,26 @@ void vw_consumer_poll(struct vw_worker *w) {
         rd_kafka_message_destroy(m);
         if (!w->paused && !w->replay &&
             vw_offsets_in_flight(w->tracker, NULL, 0) >= (size_t)w->cfg->limits.max_in_flight) {
+            w->backpressure = true;
             vw_consumer_pause(w, true);
             return;
         }
     }
+}
+
+void vw_consumer_flow(struct vw_worker *w) {
+    if (w->replay || w->stopping)
+        return;
+    size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
+    size_t max = (size_t)w->cfg->limits.max_in_flight;
+    if (in_flight >= max)
+        w->backpressure = true;
+    else if (in_flight <= max / 2)
+        w->backpressure = false;
+    bool rebalancing = atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
+    bool want = w->backpressure || rebalancing;
+    if (want != w->paused)
+        vw_consumer_pause(w, want);
 }
 
 void vw_consumer_close(struct vw_worker *w) {

@@ -371,10 +371,8 @@ static void turn(struct vw_worker *w, int wait) {
         vw_consumer_commit(w, false);
         w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
     }
-    size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
-    if (w->paused && !w->stopping && in_flight <= (size_t)w->cfg->limits.max_in_flight / 2)
-        vw_consumer_pause(w, false);
-    vw_metrics_set_in_flight(w->metrics, (int64_t)in_flight);
+    vw_consumer_flow(w);
+    vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
 static bool idle(struct vw_worker *w) {

@@ -13,6 +13,7 @@
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -79,8 +80,13 @@ struct vw_worker {
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool paused, stopping, fatal, commit_in_flight;
+    bool backpressure; /* in-flight limit reached (released at half of it) */
     int64_t next_commit_ms;
-    int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
+    int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
+    int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
+    bool group_unsteady;       /* statistics: this member is rejoining the group */
+    atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
+    bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
     /* replay mode (vw_worker_replay) */
     bool replay;
     vw_range *ranges;
@@ -108,6 +114,8 @@ void vw_item_free_cb(void *it);
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
 void vw_consumer_poll(struct vw_worker *w);
 void vw_consumer_pause(struct vw_worker *w, bool pause);
+/* Pauses/resumes the assignment per backpressure and rebalance state. */
+void vw_consumer_flow(struct vw_worker *w);
 void vw_consumer_commit(struct vw_worker *w, bool sync);
 void vw_consumer_close(struct vw_worker *w);
 
