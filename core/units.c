@@ -2,6 +2,8 @@
  * (see units.h; vela-answer-spec §6.1, §6.4, §6.5.4). */
 #include "units.h"
 
+#include "pystr.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -40,37 +42,6 @@ void vw_text_free(vw_text *t) {
     memset(t, 0, sizeof *t);
 }
 
-/* CPython's str.isspace (bidi WS/B/S or category Zs), as listed in spec §6.1. */
-bool vw_cp_isspace(uint32_t c) {
-    if ((c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20))
-        return true;
-    if (c < 0x85)
-        return false;
-    return c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
-           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-/* str.isalnum: isalpha (L*) or isdecimal/isdigit/isnumeric. Every code point with
- * a Numeric_Type is in N* and every N* has one (checked over the whole UCD), so
- * the general category decides. */
-bool vw_cp_isalnum(uint32_t c) {
-    if (c < 0x80)
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* The release's CJK class, one range starting at U+8C48 (an NFC-normalised
  * U+F900 in its source), so Hangul, Yi and the PUA count as CJK (§6.1). */
 bool vw_cp_is_cjk(uint32_t c) {
@@ -103,7 +74,7 @@ bool vw_cp_is_edge(uint32_t c) {
 }
 
 static bool unit_body(uint32_t c) {
-    return !vw_cp_isspace(c) && !vw_cp_is_cjk(c) &&
+    return !vw_py_isspace(c) && !vw_cp_is_cjk(c) &&
            !in_list(c, UNIT_EXCLUDED, sizeof UNIT_EXCLUDED / sizeof UNIT_EXCLUDED[0]);
 }
 
@@ -153,7 +124,7 @@ static size_t unit_url(const vw_text *t, size_t i) {
 }
 
 static bool unit_run_char(uint32_t c) {
-    return (!vw_cp_is_cjk(c) && vw_cp_isalnum(c)) || c == '@' || c == '.' || c == '_' || c == '-' ||
+    return (!vw_cp_is_cjk(c) && vw_py_isalnum(c)) || c == '@' || c == '.' || c == '_' || c == '-' ||
            c == '+';
 }
 
@@ -172,7 +143,7 @@ vw_status vw_units_scan(const vw_text *t, int64_t **bounds, size_t *n_units, vw_
         if (!len)
             while (i + len < t->n && unit_run_char(t->cp[i + len]))
                 len++;
-        if (!len && !vw_cp_isspace(t->cp[i]))
+        if (!len && !vw_py_isspace(t->cp[i]))
             len = 1;
         if (!len) {
             i++;
@@ -212,7 +183,7 @@ vw_status vw_word_units(const vw_text *t, const int32_t *words, size_t n_words, 
     size_t u = 0; /* words ascend, so the unit search only moves forward */
     for (size_t w = 0; w < n_words; w++) {
         int64_t f = words[2 * w], end = words[2 * w + 1];
-        while (f < end && vw_cp_isspace(t->cp[f]))
+        while (f < end && vw_py_isspace(t->cp[f]))
             f++;
         unit_of[w] = -1;
         while (u < n_units && bounds[2 * u] <= f)
@@ -229,9 +200,9 @@ vw_status vw_word_units(const vw_text *t, const int32_t *words, size_t n_words, 
 
 void vw_span_trim(const vw_text *t, int64_t *start, int64_t *end) {
     int64_t a = *start, b = *end;
-    while (a < b && (vw_cp_isspace(t->cp[a]) || vw_cp_is_edge(t->cp[a])))
+    while (a < b && (vw_py_isspace(t->cp[a]) || vw_cp_is_edge(t->cp[a])))
         a++;
-    while (b > a && (vw_cp_isspace(t->cp[b - 1]) || vw_cp_is_edge(t->cp[b - 1])))
+    while (b > a && (vw_py_isspace(t->cp[b - 1]) || vw_cp_is_edge(t->cp[b - 1])))
         b--;
     /* The reference matches the URL prefix from `a` against the whole text (re.match
      * with no end position), so a prefix may run past b. */
@@ -243,7 +214,7 @@ void vw_span_trim(const vw_text *t, int64_t *start, int64_t *end) {
             }
         }
         while (b > a && (in_list(t->cp[b - 1], URL_TRAIL, sizeof URL_TRAIL / sizeof URL_TRAIL[0]) ||
-                         vw_cp_is_edge(t->cp[b - 1]) || vw_cp_isspace(t->cp[b - 1])))
+                         vw_cp_is_edge(t->cp[b - 1]) || vw_py_isspace(t->cp[b - 1])))
             b--;
     }
     *start = a;

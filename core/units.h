@@ -38,8 +38,6 @@ vw_status vw_text_init(vw_text *t, const char *utf8, size_t len, vw_err *err);
 /* Releases t's arrays (t may be zeroed or NULL). */
 void vw_text_free(vw_text *t);
 
-bool vw_cp_isspace(uint32_t c);
-bool vw_cp_isalnum(uint32_t c);
 bool vw_cp_is_cjk(uint32_t c);
 bool vw_cp_is_edge(uint32_t c);
 
