@@ -8,6 +8,7 @@
 
 #include "canonical_json.h"
 #include "fit.h"
+#include "piece_cache.h"
 
 #define PARTS_HEAD "Context:\n"
 #define SEGMENT_CLOSE "\n</segment>\n"
@@ -23,6 +24,7 @@ struct vw_renderer {
     const vw_admit_cfg *cfg;
     vw_encoder enc;
     vw_word_re *words;
+    vw_piece_cache *pieces; /* ids of heads and option/label blocks across requests */
     vw_ivec parts_head, segment_close, text_head, suffix_single, suffix_set, suffix_span, abstain;
     vw_ivec segment_open[VW_N_ROLES];
 };
@@ -82,6 +84,20 @@ void vw_render_scratch_free(const vw_renderer *r, vw_encoding *scratch) {
         r->enc.release(r->enc.ctx, scratch);
 }
 
+/* A layout piece: from the cache, else tokenized and kept. */
+static vw_status piece_ids(const vw_renderer *r, const char *text, size_t len, vw_ivec *out,
+                           vw_encoding *scratch, vw_err *err) {
+    if (vw_piece_cache_get(r->pieces, text, len, out))
+        return VW_OK;
+    vw_status st = r->enc.encode(r->enc.ctx, text, len, scratch, err);
+    if (st != VW_OK)
+        return st;
+    if (vw_ivec_append(out, scratch->ids, scratch->n))
+        return VW_FAIL(err, VW_ENOMEM, "oom", "token ids");
+    vw_piece_cache_put(r->pieces, text, len, scratch->ids, scratch->n);
+    return VW_OK;
+}
+
 static vw_status encode_str(const vw_renderer *r, const char *s, vw_ivec *out, vw_encoding *scratch,
                             vw_err *err) {
     return vw_render_encode(r, s, strlen(s), out, scratch, err);
@@ -107,6 +123,8 @@ vw_status vw_renderer_new(const vw_admit_cfg *cfg, vw_encoder enc, vw_renderer *
     vw_encoding scratch = {0};
     vw_sbuf sb = {0};
     vw_status st = vw_word_re_new(&r->words, err);
+    if (!st && vw_piece_cache_new(4096, &r->pieces))
+        st = VW_FAIL(err, VW_ENOMEM, "oom", "piece cache");
     if (!st)
         st = encode_str(r, PARTS_HEAD, &r->parts_head, &scratch, err);
     if (!st)
@@ -145,6 +163,7 @@ void vw_renderer_free(vw_renderer *r) {
     if (!r)
         return;
     vw_word_re_free(r->words);
+    vw_piece_cache_free(r->pieces);
     vw_ivec *all[] = {&r->parts_head,      &r->segment_close,  &r->text_head, &r->suffix_single,
                       &r->suffix_set,      &r->suffix_span,    &r->abstain,   &r->segment_open[0],
                       &r->segment_open[1], &r->segment_open[2]};
@@ -196,7 +215,7 @@ vw_status vw_render_question(const vw_renderer *r, const vw_question *q, const v
         st = VW_FAIL(err, VW_ENOMEM, "oom", "question pieces");
         goto done;
     }
-    if ((st = vw_render_encode(r, sb.p, sb.len, &out->head, scratch, err)))
+    if ((st = piece_ids(r, sb.p, sb.len, &out->head, scratch, err)))
         goto done;
     int64_t opt_cost = 0;
     for (size_t i = 0; i < n_labels; i++) {
@@ -207,7 +226,7 @@ vw_status vw_render_question(const vw_renderer *r, const vw_question *q, const v
             st = VW_FAIL(err, VW_ENOMEM, "oom", "option piece");
             goto done;
         }
-        if ((st = vw_render_encode(r, sb.p, sb.len, &out->opts[i], scratch, err)))
+        if ((st = piece_ids(r, sb.p, sb.len, &out->opts[i], scratch, err)))
             goto done;
         out->n_opts++;
         opt_cost += 1 + (int64_t)out->opts[i].n;
