@@ -7,7 +7,8 @@
 # $BUILD/bench/tokenizer_corpus.jsonl, then encodes it single-threaded, one string per
 # call, with bench_tokenizer and with bench/tokenizer_ref.py (RAYON_NUM_THREADS=1,
 # TOKENIZERS_PARALLELISM=false, no encode_batch), checks both count the same tokens,
-# and prints both lines and the speed ratio.
+# and prints both lines and the speed ratio. Then it measures the load time of a synthetic
+# Qwen3.5-sized tokenizer.json (250k entries) with both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -55,3 +56,34 @@ if [[ $(field "$c" tokens) != $(field "$hf" tokens) ]]; then
 fi
 awk -v a="$(field "$c" MB_per_s)" -v b="$(field "$hf" MB_per_s)" \
   'BEGIN { printf "ratio C/HF = %.2fx (MB/s, single thread)\n", a / b }'
+
+# Load time of a Qwen3.5-sized file (248,044 BPE tokens, 247,787 merges, 33 added
+# tokens): synthetic, seeded, built from qwen35-mini's settings; never committed.
+BIG=$BUILD/bench/tokenizer_250k.json
+"$PY" - "$BIG" <<'PYEOF'
+import json, random, sys
+sys.path.insert(0, "tools")
+from tokenizers import pre_tokenizers
+d = json.load(open("fixtures/tokenizers/qwen35-mini/tokenizer.json", encoding="utf-8"))
+rng = random.Random(20260504)
+vocab = sorted(pre_tokenizers.ByteLevel.alphabet())
+seen, merges = set(vocab), []
+while len(vocab) < 248044:
+    a = vocab[int(len(vocab) * rng.random() ** 3)]
+    b = vocab[int(len(vocab) * rng.random() ** 3)]
+    if a + b not in seen and len(a + b) <= 16:
+        seen.add(a + b)
+        vocab.append(a + b)
+        merges.append([a, b])
+d["model"]["vocab"] = {t: i for i, t in enumerate(vocab)}
+d["model"]["merges"] = merges
+d["added_tokens"] = [dict(t, id=248044 + i) for i, t in enumerate(
+    [dict(d["added_tokens"][0], content=f"<|extra_{k}|>") for k in range(33)])]
+json.dump(d, open(sys.argv[1], "w", encoding="utf-8"), ensure_ascii=False)
+print(f"{sys.argv[1]}: {len(vocab)} tokens, {len(merges)} merges", file=sys.stderr)
+PYEOF
+head -n 100 "$CORPUS" > "$BUILD/bench/tokenizer_corpus_100.jsonl"
+echo "250k-entry file, load only:"
+"$BUILD/bench_tokenizer" "$BIG" "$BUILD/bench/tokenizer_corpus_100.jsonl" | grep -o 'impl=c.*load_s=[^ ]*'
+RAYON_NUM_THREADS=1 "$PY" bench/tokenizer_ref.py "$BIG" "$BUILD/bench/tokenizer_corpus_100.jsonl" |
+  grep -o 'impl=hf.*load_s=[^ ]*'

@@ -224,7 +224,8 @@ static bool cache_get(tok_cache *c, tok_bpe_ws *ws, uint64_t h, const char *k, s
     pthread_rwlock_rdlock(&c->lock);
     const tok_cache_entry *e = cache_slot(c, h, k, len);
     if (e->key && tok_reserve((void **)&ws->out, &ws->out_cap, e->ntok, sizeof *ws->out) == VW_OK) {
-        memcpy(ws->out, e->toks, e->ntok * sizeof *e->toks);
+        if (e->ntok) /* a pre-token can yield no token (unknown chars, no unk) */
+            memcpy(ws->out, e->toks, e->ntok * sizeof *e->toks);
         *ntok = e->ntok;
         hit = true;
     }
@@ -243,7 +244,8 @@ static void cache_put(tok_cache *c, uint64_t h, const char *k, size_t len,
         if (blk) {
             memcpy(blk, k, len);
             tok_piece_tok *t = (tok_piece_tok *)(void *)(blk + kpad);
-            memcpy(t, toks, ntok * sizeof *toks);
+            if (ntok)
+                memcpy(t, toks, ntok * sizeof *toks);
             *e = (tok_cache_entry){h, blk, (uint32_t)len, (uint32_t)ntok, t};
             c->n++;
         }
