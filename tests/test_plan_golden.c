@@ -155,3 +155,39 @@ Test(plan_golden, executor_trees_validate_against_the_vocabulary) {
     free(rp);
     env_close(&e);
 }
+
+/* `vela-worker plan` prints the same bytes (run only under CTest, which sets
+ * VW_WORKER_BIN). */
+Test(plan_golden, cli_prints_the_golden_plan) {
+    const char *bin = getenv("VW_WORKER_BIN");
+    if (!bin)
+        cr_skip_test("VW_WORKER_BIN not set (run through ctest)");
+    const char *names[] = {"golden_8_1", "reject_all_questions_invalid"};
+    for (size_t i = 0; i < 2; i++) {
+        char rel[128], cmd[2048];
+        snprintf(rel, sizeof rel, "fixtures/plan/cases/%s.plan.json", names[i]);
+        char *want_path = vw_test_path(rel);
+        snprintf(rel, sizeof rel, "fixtures/plan/cases/%s.req", names[i]);
+        char *req = vw_test_path(rel);
+        char *bundle = vw_test_path("fixtures/plan/bundle");
+        char *tok = vw_test_path("fixtures/tokenizers/qwen3/tokenizer.json");
+        snprintf(cmd, sizeof cmd, "%s plan --bundle %s --tokenizer %s < %s", bin, bundle, tok, req);
+        FILE *f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        size_t cap = 1 << 20, n = 0;
+        char *got = malloc(cap);
+        size_t r;
+        while ((r = fread(got + n, 1, cap - n - 1, f)) > 0)
+            n += r;
+        got[n] = 0;
+        cr_expect_eq(pclose(f), 0, "%s", cmd);
+        char *want = vw_test_read_file(want_path, NULL);
+        cr_expect_str_eq(got, want, "%s", names[i]);
+        free(got);
+        free(want);
+        free(want_path);
+        free(req);
+        free(bundle);
+        free(tok);
+    }
+}
