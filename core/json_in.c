@@ -417,7 +417,11 @@ vw_status vw_json_parse(const char *buf, size_t len, vw_json_doc **out, vw_json_
         } else {
             jerr->kind = VW_JSON_SYNTAX;
             jerr->offset = at > len ? len : at;
-            snprintf(jerr->msg, sizeof jerr->msg, "%s", je.text);
+            /* jansson quotes the offending input ("near '...'"), possibly cut
+             * inside a UTF-8 sequence; the offset already says where. */
+            const char *near = strstr(je.text, " near ");
+            int n = near ? (int)(near - je.text) : (int)strlen(je.text);
+            snprintf(jerr->msg, sizeof jerr->msg, "%.*s", n, je.text);
         }
         st = VW_EINVAL;
         goto done;

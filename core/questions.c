@@ -58,12 +58,20 @@ static vw_status invalid(ctx *c, const char *type, const char *seg1, const char 
 static vw_status invalid(ctx *c, const char *type, const char *seg1, const char *seg2, int64_t idx,
                          const char *fmt, ...) {
     vw_sbuf msg = {0};
-    char small[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(small, sizeof small, fmt, ap);
+    int len = vsnprintf(NULL, 0, fmt, ap); /* messages may quote long keys: no truncation */
     va_end(ap);
-    vw_sbuf_puts(&msg, small);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (text) {
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)len + 1, fmt, ap);
+        va_end(ap);
+        vw_sbuf_puts(&msg, text);
+        free(text);
+    } else {
+        msg.oom = true;
+    }
     vw_loc loc = {0};
     vw_status s = vw_loc_add_str(&loc, "body", 4);
     if (!s)
@@ -215,9 +223,12 @@ static vw_status named_options(ctx *c, vw_question *q, vw_jref crit, size_t mini
         if (vw_py_blank(k, strlen(k)))
             return invalid(c, VW_ET_VALUE_ERROR, "criteria", k, -1,
                            "option names must be nonempty strings");
-        char label[600];
-        snprintf(label, sizeof label, "criteria.%s", k);
-        vw_status s = content(c, (vw_jref){crit.doc, v}, true, "criteria", k, -1, label);
+        vw_sbuf label = {0};
+        vw_sbuf_printf(&label, "criteria.%s", k);
+        vw_status s = label.oom
+                          ? VW_ENOMEM
+                          : content(c, (vw_jref){crit.doc, v}, true, "criteria", k, -1, label.p);
+        vw_sbuf_free(&label);
         if (s)
             return s;
     }

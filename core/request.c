@@ -97,11 +97,11 @@ static vw_status label_collisions(vw_request *req, vw_errlist *late) {
             }
             if (!taken)
                 continue;
-            char msg[640];
-            snprintf(msg, sizeof msg, "a label answer %s.<label> is another question's ID",
-                     e->id.p);
+            vw_sbuf mb = {0};
+            vw_sbuf_printf(&mb, "a label answer %s.<label> is another question's ID", e->id.p);
+            const char *msg = mb.p;
             vw_loc loc = {0};
-            vw_status s = vw_loc_add_str(&loc, "body", 4);
+            vw_status s = mb.oom ? VW_ENOMEM : vw_loc_add_str(&loc, "body", 4);
             if (!s)
                 s = vw_loc_add_str(&loc, "questions", 9);
             if (!s)
@@ -118,6 +118,7 @@ static vw_status label_collisions(vw_request *req, vw_errlist *late) {
             if (!s)
                 s = vw_errlist_add(late, &loc, msg, VW_ET_VALUE_ERROR);
             vw_loc_free(&loc);
+            vw_sbuf_free(&mb);
             if (s)
                 return s;
             vw_question_free(&e->q);

@@ -32,8 +32,8 @@ typedef struct row {
 
 static const row ROWS[] = {
     {"json_syntax", "{\"state\":\"x\",", 400,
-     "[{\"loc\":[\"body\",13],\"msg\":\"JSON decode error: string or '}' expected near end of "
-     "file\",\"type\":\"json_invalid\"}]"},
+     "[{\"loc\":[\"body\",13],\"msg\":\"JSON decode error: string or '}' expected\",\"type\":"
+     "\"json_invalid\"}]"},
     {"json_bom", "\xEF\xBB\xBF{}", 400,
      "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Unexpected UTF-8 BOM (decode using "
      "utf-8-sig)\",\"type\":\"json_invalid\"}]"},
@@ -316,4 +316,28 @@ Test(rejections, request_too_large) {
           "[{\"loc\":[\"body\"],\"msg\":\"the request body exceeds 16 bytes\",\"type\":"
           "\"too_long\"}]");
     vw_admit_cfg_free(c);
+}
+
+Test(rejections, messages_are_whole_and_valid_utf8) {
+    /* a long key is quoted whole (no fixed-size truncation) */
+    char key[1201];
+    for (int i = 0; i < 600; i++)
+        memcpy(key + 2 * i, "\xC3\xA9", 2); /* é x 600 */
+    key[1200] = 0;
+    char *body = malloc(4096), *want = malloc(4096);
+    snprintf(body, 4096,
+             "{\"state\":\"s\",\"questions\":{\"q\":{\"type\":\"choice\",\"instructions\":\"x\","
+             "\"criteria\":{\"%s\":5,\"b\":null}}}}",
+             key);
+    snprintf(want, 4096,
+             "[{" LOCQ ",\"criteria\",\"%s\"],\"msg\":\"criteria.%s must be text, an object or an "
+             "array\",\"type\":\"value_error\"}]",
+             key, key);
+    check("long_key", cfg, body, 422, want);
+    /* jansson's quote of the input is not echoed (it may cut a UTF-8 sequence) */
+    check("syntax_near_utf8", cfg, "{\"state\": \" \\u1\xE3\x80\x80\"}", 400,
+          "[{\"loc\":[\"body\",10],\"msg\":\"JSON decode error: invalid escape\",\"type\":"
+          "\"json_invalid\"}]");
+    free(body);
+    free(want);
 }
