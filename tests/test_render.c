@@ -4,6 +4,7 @@
  * for the executor. Token positions equal code points here, so every
  * expectation is written as text. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,4 +277,64 @@ Test(render, executor_readout_order) {
     cr_expect_eq(vw_trees_validate(ex.trees, ex.n_trees, 2000, NULL), VW_OK);
     vw_plan_exec_free(&ex);
     vw_plan_free(p);
+}
+
+/* The renderer (its piece cache) is shared by threads: every thread's plans
+ * are byte-identical to a single-threaded one. */
+typedef struct worker_arg {
+    const char *body;
+    const char *want;
+    int bad;
+} worker_arg;
+
+static void *plan_worker(void *p) {
+    worker_arg *a = p;
+    for (int i = 0; i < 50; i++) {
+        vw_plan *plan = NULL;
+        vw_errlist d = {0};
+        int status;
+        vw_sbuf sb = {0};
+        if (vw_plan_request(rend, a->body, strlen(a->body), &plan, &status, &d, NULL) || !plan) {
+            a->bad++;
+        } else {
+            vw_plan_write_json(&sb, plan);
+            a->bad += strcmp(sb.p, a->want) != 0;
+        }
+        vw_sbuf_free(&sb);
+        vw_plan_free(plan);
+        vw_errlist_free(&d);
+    }
+    return NULL;
+}
+
+Test(render, renderer_is_shared_by_threads) {
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"state\":{\"request\":\"Tom at tom@x.org\",\"answer\":\"a\"},\"questions\":{"
+             "\"p\":{\"preset\":\"pii\",\"over\":\"request\"},\"c\":{\"type\":\"choice\","
+             "\"instructions\":\"Q\",\"criteria\":{\"a\":\"x\",\"b\":\"y\"}}}}");
+    vw_admit_cfg *c2 = proc_cfg("bundle");
+    vw_renderer *fresh = NULL;
+    vw_encoder enc = {proc_char_encode, proc_char_release, NULL};
+    cr_assert_eq(vw_renderer_new(c2, enc, &fresh, NULL), VW_OK);
+    vw_plan *p = NULL;
+    vw_errlist d = {0};
+    int status;
+    cr_assert_eq(vw_plan_request(fresh, body, strlen(body), &p, &status, &d, NULL), VW_OK);
+    vw_sbuf want = {0};
+    vw_plan_write_json(&want, p);
+    vw_plan_free(p);
+    vw_renderer_free(fresh);
+    vw_admit_cfg_free(c2);
+    pthread_t th[4];
+    worker_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (worker_arg){body, want.p, 0};
+        pthread_create(&th[i], NULL, plan_worker, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_expect_eq(args[i].bad, 0, "thread %d: %d plans differ", i, args[i].bad);
+    }
+    vw_sbuf_free(&want);
 }
