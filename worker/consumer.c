@@ -320,6 +320,9 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
         snprintf(all, sizeof all, "%s%scgrp", dbg ? dbg : "", dbg ? "," : "");
         st = vw_conf_set(conf, "debug", all, err);
     }
+    /* Replay assigns partitions itself: a group id nobody joins, no commits. */
+    if (!st && w->replay)
+        st = vw_conf_set(conf, "group.id", "vela-worker-replay", err);
     /* The delivery rule: offsets move only through the tracker. */
     if (!st)
         st = vw_conf_set(conf, "enable.auto.commit", "false", err);

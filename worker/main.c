@@ -14,6 +14,7 @@ static const command commands[] = {
     {"version", vw_cmd_version, "build facts and available devices"},
     {"broker", vw_cmd_broker, "a mock Kafka cluster on 127.0.0.1 (tests, demos)"},
     {"run", vw_cmd_run, "the Kafka worker: requests in, results out (--config FILE)"},
+    {"replay", vw_cmd_replay, "a topic range through the processor, no commits (evaluation)"},
     {"forward", vw_cmd_forward, "backbone hidden states of token ids (stdin JSON)"},
     {"tokenize", vw_cmd_tokenize, "token ids (and offsets) of JSON Lines text (stdin)"},
     {"plan", vw_cmd_plan, "token plan (or rejection) of one request JSON (stdin)"},

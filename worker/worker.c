@@ -506,10 +506,13 @@ static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t
 static void progress(struct vw_worker *w, int64_t t0, bool last) {
     double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? w->replay_done / secs : 0;
     size_t left = w->replay_total > w->replay_done ? w->replay_total - w->replay_done : 0;
-    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %.1f s%s",
-            w->replay_done, w->replay_total,
+    char eta[32] = "?";
+    if (rate > 0)
+        snprintf(eta, sizeof eta, "%.1f s", (double)left / rate);
+    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", w->replay_done,
+            w->replay_total,
             w->replay_total ? 100.0 * (double)w->replay_done / (double)w->replay_total : 100.0,
-            rate, rate > 0 ? (double)left / rate : 0.0, last ? "\n" : "\r");
+            rate, eta, last ? "\n" : "\r");
     fflush(stderr);
 }
 
