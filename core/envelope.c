@@ -69,8 +69,10 @@ static void write_indexed(vw_sbuf *sb, const vw_question *q, const vw_answer *a,
     vw_sbuf_puts(sb, "{");
     for (size_t k = 0; k < a->n; k++) {
         vw_sbuf_printf(sb, "%s\"%zu\":", k ? "," : "", k);
-        if (legend)
-            put_str(sb, &q->options[k].name);
+        if (legend) /* level texts: a plain level's name (its description is ""), a
+                     * relevance preset level's description (runtime answers.py: the
+                     * legend lists question.criteria, the schema's level texts) */
+            put_str(sb, q->options[k].desc.n ? &q->options[k].desc : &q->options[k].name);
         else
             put_float(sb, a->probabilities[k]);
     }

@@ -21,6 +21,15 @@ Writes:
                                        ["max_request_bytes"], "status", "expected"}
                                        expected = envelope (200) or
                                        {"status", "detail"} (400/413/422)
+  fixtures/answers/hidden.bin         the reference's hidden rows at every readout of
+                                      every executed block (little-endian): magic
+                                      "VWAHID01", u32 version 1, u32 hidden, u32 n;
+                                      per block: 64 hex chars (vela_ref.pipeline
+                                      block_key), u32 k, k x u32 block-relative
+                                      index, k x hidden x f32. tests/test_engine.c
+                                      replays them through an executor to check
+                                      heads + answers + envelope at 1e-6 on the
+                                      reference's own hidden states.
   fixtures/answers/SOURCE.json        recipe, versions, bundle digests, per-case
                                       decision margins, the jsonschema cross-check
 
@@ -40,6 +49,7 @@ import platform
 import random
 import shutil
 import statistics
+import struct
 import sys
 import time
 from pathlib import Path
@@ -417,6 +427,7 @@ def write_goldens() -> None:
     make_small_bundle()
     rng = random.Random(SEED)
     refs = {}
+    recorder: dict = {}
     rows, notes = [], []
     t_all = time.perf_counter()
     for case in cases(rng):
@@ -427,6 +438,7 @@ def write_goldens() -> None:
             if case["bundle"] not in refs:
                 shared = next(iter(refs.values())).model if refs else None
                 refs[case["bundle"]] = Reference(BUNDLES[case["bundle"]], shared)
+                refs[case["bundle"]].recorder = recorder
             ref = refs[case["bundle"]]
             expected = ref.score(case["body"])
         status = expected["status"] if "status" in expected else 200
@@ -453,6 +465,7 @@ def write_goldens() -> None:
     with open(OUT / "cases.jsonl", "w", encoding="utf-8") as f:
         for row in rows:
             f.write(dumps(row) + "\n")
+    write_hidden(recorder)
     check = schema_check(rows)
     digests = {name: {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                       for p in sorted(path.iterdir())} for name, path in BUNDLES.items()}
@@ -466,13 +479,23 @@ def write_goldens() -> None:
             "cases": notes, "jsonschema_check": check,
             "seconds": round(elapsed, 1)}
     (OUT / "SOURCE.json").write_text(json.dumps(side, indent=1, ensure_ascii=False) + "\n")
-    for name in ("cases.jsonl", "SOURCE.json"):
+    for name in ("cases.jsonl", "hidden.bin", "SOURCE.json"):
         data = (OUT / name).read_bytes()
         print(f"{RECIPE}: wrote fixtures/answers/{name} {len(data)} B "
               f"sha256 {hashlib.sha256(data).hexdigest()}")
     print(f"  {len(rows)} cases ({sum(r['status'] == 200 for r in rows)} envelopes) in "
           f"{elapsed:.1f} s; jsonschema: {check}")
     print(f"  wrote fixtures/answers/tiny-small/ ({len(digests['small'])} files)")
+
+
+def write_hidden(recorder: dict) -> None:
+    hidden = next(iter(recorder.values()))[1].shape[1]
+    blob = bytearray(b"VWAHID01" + struct.pack("<III", 1, hidden, len(recorder)))
+    for key in sorted(recorder):
+        idx, rows = recorder[key]
+        blob += key.encode() + struct.pack("<I", len(idx))
+        blob += np.asarray(idx, dtype="<u4").tobytes() + rows.tobytes()
+    (OUT / "hidden.bin").write_bytes(bytes(blob))
 
 
 # --------------------------------------------------------------------------- bench

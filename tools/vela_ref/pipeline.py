@@ -9,6 +9,7 @@ before temperature and sigmoid (answer spec §7.1).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -34,6 +35,24 @@ def dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def block_key(prefix: list[int], ids: list[int]) -> str:
+    """SHA-256 (hex) of the int32 LE ids of prefix, -1, block: names one executed block."""
+    return hashlib.sha256(np.asarray(list(prefix) + [-1] + list(ids), dtype="<i4")
+                          .tobytes()).hexdigest()
+
+
+def record_rows(recorder: dict, prefix: list[int], block: dict, rows) -> None:
+    """Keeps the hidden rows the heads read from one block (its readouts: option ends and
+    query, or every label-range row and the word positions), for a replay executor."""
+    if block["kind"] != "span":
+        idx = list(block["option_ends"]) + [block["query"]]
+    else:
+        idx = [i for a, b in block["label_ranges"] for i in range(a, b + 1)]
+        idx += list(block["word_positions"])
+    idx = sorted(set(idx))
+    recorder[block_key(prefix, block["ids"])] = (idx, rows[idx].numpy().astype("<f4"))
+
+
 class Reference:
     """One bundle directory, loaded for scoring."""
 
@@ -56,6 +75,7 @@ class Reference:
         self.model = model or Model(bundle)
         self.timing = dict.fromkeys(STAGES, 0.0)
         self.trace: list[float] = []  # span decision margins of the last score()
+        self.recorder: dict | None = None  # block key -> (readouts, rows): see record_rows
 
     def _tick(self, stage: str, t0: float) -> float:
         t1 = time.perf_counter()
@@ -90,6 +110,8 @@ class Reference:
             for bi, block in enumerate(tree["blocks"]):
                 if block["read"]:
                     out[ti, bi] = self.model.block_rows(tree["prefix"], block["ids"])
+                    if self.recorder is not None:
+                        record_rows(self.recorder, tree["prefix"], block, out[ti, bi])
         return out
 
     def _heads(self, plan: dict, rows: dict) -> dict:
