@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-Test(kafka_broker, kcat_produces_and_consumes, .timeout = 60) {
+Test(kafka_broker, kcat_produces_and_consumes) {
     vw_kh_broker b;
     cr_assert_eq(vw_kh_broker_start("requests:4,results:2", &b), 0);
     cr_assert(!strncmp(b.bootstrap, "127.0.0.1:", 10), "bootstrap %s", b.bootstrap);

@@ -62,7 +62,7 @@ static double metric(const char *text, const char *name) {
 
 enum { N = 200 };
 
-Test(kafka_worker, happy_path, .timeout = 120) {
+Test(kafka_worker, happy_path) {
     env e;
     start(&e, "happy",
           "batching: {max_tokens: 4096, max_requests: 8, max_wait_ms: 5}\n"
@@ -157,7 +157,7 @@ typedef struct reject_case {
     const char *status, *detail;
 } reject_case;
 
-Test(kafka_worker, rejections_keep_the_partition_moving, .timeout = 120) {
+Test(kafka_worker, rejections_keep_the_partition_moving) {
     static const reject_case cases[] = {
         {"ok-1", "{\"state\":\"a\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
         {"notjson", "not json", 0, "400",
@@ -268,7 +268,7 @@ Test(kafka_worker, rejections_keep_the_partition_moving, .timeout = 120) {
     finish(&e);
 }
 
-Test(kafka_worker, transient_retries_and_dead_letters, .timeout = 120) {
+Test(kafka_worker, transient_retries_and_dead_letters) {
     env e;
     char *extra_env[] = {"VW_TEST_ECHO_RETRY=r-retry:3", "VW_TEST_ECHO_HUGE=r-huge", NULL};
     start(&e, "retry", "delivery: {retry_backoff_ms: 20, retry_backoff_max_ms: 100}\n", extra_env);
