@@ -8,8 +8,8 @@
 // the whole prefix), then the sequence's own rows up to the query (causal).
 // Softmax is online (running max m, sum l, output o per row, all FP32): lane j
 // scores key j of the tile, the warp reduces max and sum by xor butterflies,
-// and each lane accumulates o over its hd/32 dims with p_j broadcast by
-// shuffle in key order. A tile with no visible key for a row is skipped for
+// and each lane accumulates o over its hd/32 dims with p_j broadcast through
+// shared memory, in key order. A tile with no visible key for a row is skipped for
 // that row, so the tiling never changes a row's numbers. The epilogue divides
 // by l and multiplies by sigmoid(gate) (the output gate, step 6).
 // The prefix's K/V are simply its rows in the same packed buffers: this layer
@@ -47,7 +47,8 @@ __device__ void load_kv(const vw_cu_attn &a, const vw_cuda_seg &sg, int kt, int 
 }
 
 __global__ void __launch_bounds__(ATT_WARPS * 32) attention_k(vw_cu_attn a) {
-    extern __shared__ float sm[];
+    VW_DYN_SMEM(float, sm);
+    __shared__ float pbuf[ATT_WARPS][BC];
     const size_t hd = a.hd, E = hd / 32, hq = blockIdx.y, g = hq / (a.Hq / a.Hk);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const vw_cuda_seg sg = a.segs[a.items[2 * (size_t)blockIdx.x]];
@@ -93,15 +94,18 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_k(vw_cu_attn a) {
             const float alpha = expf(mrow[rr] - mn); // 0 on the first tile (m = -inf)
             const float p = kk < nk ? expf(s - mn) : 0.0f;
             lrow[rr] = lrow[rr] * alpha + vw_warp_sum(p);
+            pbuf[warp][lane] = p; // broadcast p_0..p_31 to the warp
+            __syncwarp();
 #pragma unroll
             for (int e = 0; e < MAXE; e++) {
                 if ((size_t)e >= E)
                     break;
                 float acc = 0.0f;
                 for (int j = 0; j < BC; j++)
-                    acc += __shfl_sync(0xffffffffu, p, j) * Vs[j * hd + lane + 32 * e];
+                    acc += pbuf[warp][j] * Vs[j * hd + lane + 32 * e];
                 o[rr][e] = o[rr][e] * alpha + acc;
             }
+            __syncwarp(); // every lane has read pbuf before the next row writes it
             mrow[rr] = mn;
         }
     }
@@ -156,6 +160,6 @@ vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attention: %zu heads over %zu, %zu items", a->Hq, a->Hk, a->n_items);
     dim3 grid((unsigned)a->n_items, (unsigned)a->Hq);
-    attention_k<<<grid, ATT_WARPS * 32, att_smem_floats(a->hd) * sizeof(float), s>>>(*a);
-    return VW_CUDA_LAUNCHED(err, "attention_k");
+    return VW_LAUNCH(err, attention_k, grid, ATT_WARPS * 32, att_smem_floats(a->hd) * sizeof(float),
+                     s, *a);
 }

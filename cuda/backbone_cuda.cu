@@ -190,9 +190,12 @@ vw_status upload_layer(const cu_model *m, const vw_bundle *b, int l, staging *sg
         void *dst;
         bool matrix;
         xform xf;
-    } list[13];
+    } list[16]; // 5 shared + 9 DeltaNet or 6 attention tensors
     size_t n = 0;
-    auto add = [&](const char *nm, void *d, bool mat, xform x) { list[n++] = {nm, d, mat, x}; };
+    auto add = [&](const char *nm, void *d, bool mat, xform x) {
+        if (n < sizeof list / sizeof list[0])
+            list[n++] = {nm, d, mat, x};
+    };
     add("input_layernorm.weight", lw->in_norm, false, ONE_PLUS);
     add("post_attention_layernorm.weight", lw->post_norm, false, ONE_PLUS);
     add("mlp.gate_proj.weight", lw->mlp_in, true, AS_IS);

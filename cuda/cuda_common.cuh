@@ -11,6 +11,9 @@
 #ifndef VW_CUDA_COMMON_CUH
 #define VW_CUDA_COMMON_CUH
 
+#ifdef VW_CUDA_EMU
+#include "cuda_emu.h" /* CPU emulation of the kernel language (cuda/emu.cu) */
+#endif
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -40,6 +43,32 @@ static inline vw_status vw_cublas_check(cublasStatus_t s, const char *what, cons
 #define VW_CUDA_LAUNCHED(err, name)                                                                \
     vw_cuda_check(cudaGetLastError(), "launch of " name, __FILE__, __LINE__, (err))
 
+/* Launches kernel k on `grid` x `block` with `smem` dynamic shared bytes on
+ * stream s, then checks the launch. Under VW_CUDA_EMU the same kernel runs on
+ * the CPU emulator (cuda_emu.h); nothing else differs. */
+template <typename... KArgs, typename... Args>
+static inline vw_status vw_launch_at(const char *file, int line, const char *name,
+                                     void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                     cudaStream_t s, vw_err *err, Args... args) {
+#ifdef VW_CUDA_EMU
+    (void)s;
+    vw_emu_launch(k, grid, block, smem, args...);
+#else
+    k<<<grid, block, smem, s>>>(args...);
+#endif
+    return vw_cuda_check(cudaGetLastError(), name, file, line, err);
+}
+#define VW_LAUNCH(err, kernel, grid, block, smem, stream, ...)                                     \
+    vw_launch_at(__FILE__, __LINE__, "launch of " #kernel, kernel, grid, block, smem, stream, err, \
+                 __VA_ARGS__)
+
+/* The dynamic shared memory of a kernel: `VW_DYN_SMEM(float, sm);`. */
+#ifdef VW_CUDA_EMU
+#define VW_DYN_SMEM(type, name) type *name = (type *)vw_emu_dyn_smem()
+#else
+#define VW_DYN_SMEM(type, name) extern __shared__ type name[]
+#endif
+
 /* Grid size for n independent items of `per_block` each; at least 1 so an
  * empty launch is still a valid one (kernels bound-check). */
 static inline unsigned vw_blocks_for(size_t n, unsigned per_block) {
@@ -51,7 +80,7 @@ static inline unsigned vw_blocks_for(size_t n, unsigned per_block) {
  * default) after checking the device allows it. */
 vw_status vw_cuda_smem_optin(const void *kernel, size_t bytes, const char *name, vw_err *err);
 
-#ifdef __CUDACC__
+#if defined(__CUDACC__) || defined(VW_CUDA_EMU)
 /* Warp sums by xor butterfly: at each step lane x adds v[x] + v[x^s] and
  * lane x^s adds the same two values, so every lane ends with the bitwise
  * same result, and the order never depends on the data or the launch. */

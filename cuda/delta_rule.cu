@@ -117,7 +117,7 @@ __device__ void solve_chunk(const chunk_smem &m, int n, size_t dk) {
 }
 
 __global__ void __launch_bounds__(GDN_THREADS) gdn_chunked_k(vw_cu_gdn a) {
-    extern __shared__ float sm[];
+    VW_DYN_SMEM(float, sm);
     const size_t dk = a.dk, dv = a.dv, h = blockIdx.z, j0 = (size_t)blockIdx.y * VS;
     const size_t cols = dv - j0 < (size_t)VS ? dv - j0 : VS, kh = h / (a.Hv / a.Hk);
     const vw_cuda_seg sg = a.segs[blockIdx.x];
@@ -202,6 +202,5 @@ vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     if (st != VW_OK)
         return st;
     dim3 grid((unsigned)a->n_segs, vw_blocks_for(a->dv, VS), (unsigned)a->Hv);
-    gdn_chunked_k<<<grid, GDN_THREADS, bytes, s>>>(*a);
-    return VW_CUDA_LAUNCHED(err, "gdn_chunked_k");
+    return VW_LAUNCH(err, gdn_chunked_k, grid, GDN_THREADS, bytes, s, *a);
 }

@@ -118,46 +118,42 @@ __global__ void gather_rows_k(const float *__restrict__ x, size_t H,
 vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, size_t H, float *h,
                       cudaStream_t s, vw_err *err) {
     if (bf16)
-        embed_k<<<grid_for(rows * H), THREADS, 0, s>>>((const __nv_bfloat16 *)E, ids, rows, H, h);
-    else
-        embed_k<<<grid_for(rows * H), THREADS, 0, s>>>((const float *)E, ids, rows, H, h);
-    return VW_CUDA_LAUNCHED(err, "embed_k");
+        return VW_LAUNCH(err, embed_k<__nv_bfloat16>, grid_for(rows * H), THREADS, 0, s,
+                         (const __nv_bfloat16 *)E, ids, rows, H, h);
+    return VW_LAUNCH(err, embed_k<float>, grid_for(rows * H), THREADS, 0, s, (const float *)E, ids,
+                     rows, H, h);
 }
 
 vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, __nv_bfloat16 *y,
                           cudaStream_t s, vw_err *err) {
-    cast_bf16_k<<<grid_for(rows * cols), THREADS, 0, s>>>(x, ldx, rows, cols, y);
-    return VW_CUDA_LAUNCHED(err, "cast_bf16_k");
+    return VW_LAUNCH(err, cast_bf16_k, grid_for(rows * cols), THREADS, 0, s, x, ldx, rows, cols, y);
 }
 
 vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,
                           const vw_cuda_seg *segs, const int32_t *row_seg, size_t rows, float *y,
                           cudaStream_t s, vw_err *err) {
-    conv_silu_k<<<grid_for(rows * C), THREADS, 0, s>>>(x, ldx, w, C, K, segs, row_seg, rows, y);
-    return VW_CUDA_LAUNCHED(err, "conv_silu_k");
+    return VW_LAUNCH(err, conv_silu_k, grid_for(rows * C), THREADS, 0, s, x, ldx, w, C, K, segs,
+                     row_seg, rows, y);
 }
 
 vw_status vw_cu_l2norm_qk(float *x, size_t ld, size_t rows, size_t Hk, size_t dk, float eps,
                           float qscale, cudaStream_t s, vw_err *err) {
     const size_t warps = rows * 2 * Hk;
-    l2norm_qk_k<<<vw_blocks_for(warps * 32, THREADS), THREADS, 0, s>>>(x, ld, rows, Hk, dk, eps,
-                                                                       qscale);
-    return VW_CUDA_LAUNCHED(err, "l2norm_qk_k");
+    return VW_LAUNCH(err, l2norm_qk_k, vw_blocks_for(warps * 32, THREADS), THREADS, 0, s, x, ld,
+                     rows, Hk, dk, eps, qscale);
 }
 
 vw_status vw_cu_gates(const float *ba, size_t ld, const float *A, const float *dt_bias, size_t rows,
                       size_t Hv, float *g, float *beta, cudaStream_t s, vw_err *err) {
-    gates_k<<<grid_for(rows * Hv), THREADS, 0, s>>>(ba, ld, A, dt_bias, rows, Hv, g, beta);
-    return VW_CUDA_LAUNCHED(err, "gates_k");
+    return VW_LAUNCH(err, gates_k, grid_for(rows * Hv), THREADS, 0, s, ba, ld, A, dt_bias, rows, Hv,
+                     g, beta);
 }
 
 vw_status vw_cu_swiglu(float *gu, size_t rows, size_t F, cudaStream_t s, vw_err *err) {
-    swiglu_k<<<grid_for(rows * F), THREADS, 0, s>>>(gu, rows, F);
-    return VW_CUDA_LAUNCHED(err, "swiglu_k");
+    return VW_LAUNCH(err, swiglu_k, grid_for(rows * F), THREADS, 0, s, gu, rows, F);
 }
 
 vw_status vw_cu_gather_rows(const float *x, size_t H, const int32_t *idx, size_t n, float *out,
                             cudaStream_t s, vw_err *err) {
-    gather_rows_k<<<grid_for(n * H), THREADS, 0, s>>>(x, H, idx, n, out);
-    return VW_CUDA_LAUNCHED(err, "gather_rows_k");
+    return VW_LAUNCH(err, gather_rows_k, grid_for(n * H), THREADS, 0, s, x, H, idx, n, out);
 }

@@ -75,9 +75,8 @@ vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const vo
         dim3 grid(vw_blocks_for(N, BN), vw_blocks_for(T, BM));
         if (grid.y > 65535)
             return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "gemm: %zu rows exceed the grid", T);
-        gemm_f32_fixed<<<grid, GEMM_THREADS, 0, g->stream>>>(X, ldx, (const float *)W, Y, ldy,
-                                                             (int)T, (int)N, (int)K, accumulate);
-        return VW_CUDA_LAUNCHED(err, "gemm_f32_fixed");
+        return VW_LAUNCH(err, gemm_f32_fixed, grid, dim3(GEMM_THREADS), 0, g->stream, X, ldx,
+                         (const float *)W, Y, ldy, (int)T, (int)N, (int)K, accumulate);
     }
     if (g->prec == VW_CUDA_FP32)
         return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,

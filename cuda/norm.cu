@@ -112,17 +112,17 @@ vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float 
                             size_t D, float *y, cudaStream_t s, vw_err *err) {
     if (rows > 0x7fffffffu)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "add_rmsnorm: %zu rows", rows);
-    add_rmsnorm_k<<<(unsigned)(rows ? rows : 1), NORM_THREADS, 0, s>>>(h, rows ? delta : nullptr, w,
-                                                                       eps, D, y);
-    return VW_CUDA_LAUNCHED(err, "add_rmsnorm_k");
+    if (!rows)
+        return VW_OK;
+    return VW_LAUNCH(err, add_rmsnorm_k, (unsigned)rows, NORM_THREADS, 0, s, h, delta, w, eps, D,
+                     y);
 }
 
 vw_status vw_cu_gated_rmsnorm(float *o, size_t ldo, const float *z, size_t ldz, const float *w,
                               float eps, size_t rows, size_t Hv, size_t dv, cudaStream_t s,
                               vw_err *err) {
-    gated_rmsnorm_k<<<vw_blocks_for(rows * Hv * 32, NORM_THREADS), NORM_THREADS, 0, s>>>(
-        o, ldo, z, ldz, w, eps, rows, Hv, dv);
-    return VW_CUDA_LAUNCHED(err, "gated_rmsnorm_k");
+    return VW_LAUNCH(err, gated_rmsnorm_k, vw_blocks_for(rows * Hv * 32, NORM_THREADS),
+                     NORM_THREADS, 0, s, o, ldo, z, ldz, w, eps, rows, Hv, dv);
 }
 
 vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *err) {
@@ -131,6 +131,6 @@ vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *
                        "attn_prep: head_dim %zu (max %u) / rotary %zu not supported", a->hd, MAX_HD,
                        a->rot);
     const size_t warps = a->rows * (a->Hq + a->Hk);
-    attn_prep_k<<<vw_blocks_for(warps * 32, PREP_WARPS * 32), PREP_WARPS * 32, 0, s>>>(*a);
-    return VW_CUDA_LAUNCHED(err, "attn_prep_k");
+    return VW_LAUNCH(err, attn_prep_k, vw_blocks_for(warps * 32, PREP_WARPS * 32), PREP_WARPS * 32,
+                     0, s, *a);
 }

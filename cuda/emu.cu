@@ -1,0 +1,319 @@
+// emu.cu — the CPU emulator behind cuda_emu.h: fibers (ucontext) for threads,
+// warp- and block-level barriers, shuffles, and the handful of CUDA runtime
+// and cuBLAS entry points cuda/ calls, implemented on host memory. Compiled
+// only in the standalone VW_CUDA_EMU build (cuda/CMakeLists.txt excludes it
+// from the real one). See cuda_emu.h for what is and is not modelled.
+#include <cublas_v2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <vector>
+
+#include "cuda_emu.h"
+
+namespace {
+
+enum fstate { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
+constexpr size_t STACK_BYTES = 512 * 1024;
+
+struct emulator {
+    dim3 grid, block;
+    uint3 bidx;
+    int n = 0, cur = 0;
+    std::vector<ucontext_t> ctx;
+    std::vector<int> state, parity;
+    std::vector<char *> stacks;
+    std::vector<uint64_t> xch[2]; // shuffle slots, double-buffered by parity
+    std::vector<unsigned char> dyn;
+    ucontext_t sched;
+    void (*body)(void *) = nullptr;
+    void *arg = nullptr;
+};
+
+emulator E;
+
+[[noreturn]] void die(const char *what) {
+    fprintf(stderr, "cuda emulator: %s (block %u,%u,%u, thread %d)\n", what, E.bidx.x, E.bidx.y,
+            E.bidx.z, E.cur);
+    abort();
+}
+
+void trampoline() {
+    E.body(E.arg);
+    E.state[E.cur] = DONE; // returning resumes E.sched (uc_link)
+}
+
+void wait(int st) {
+    const int me = E.cur;
+    E.state[me] = st;
+    swapcontext(&E.ctx[me], &E.sched);
+}
+
+// Runs the lanes of warp w until each waits at __syncthreads or is done,
+// releasing warp barriers whenever all live lanes have reached one.
+void run_warp(int w) {
+    const int lo = w * 32, hi = lo + 32 < E.n ? lo + 32 : E.n;
+    for (;;) {
+        for (int i = lo; i < hi; i++)
+            if (E.state[i] == RUN) {
+                E.cur = i;
+                swapcontext(&E.sched, &E.ctx[i]);
+            }
+        int live = 0, at_warp = 0;
+        for (int i = lo; i < hi; i++) {
+            live += E.state[i] != DONE;
+            at_warp += E.state[i] == WAIT_WARP;
+        }
+        if (!at_warp)
+            return;
+        if (at_warp != hi - lo) {
+            E.cur = lo;
+            die(at_warp != live ? "warp split between a warp barrier and __syncthreads"
+                                : "a lane exited while its warp waits at a warp barrier/shuffle");
+        }
+        for (int i = lo; i < hi; i++)
+            E.state[i] = RUN;
+    }
+}
+
+void run_block() {
+    for (int i = 0; i < E.n; i++) {
+        if (!E.stacks[i] && !(E.stacks[i] = (char *)malloc(STACK_BYTES)))
+            die("out of memory for fiber stacks");
+        getcontext(&E.ctx[i]);
+        E.ctx[i].uc_stack.ss_sp = E.stacks[i];
+        E.ctx[i].uc_stack.ss_size = STACK_BYTES;
+        E.ctx[i].uc_link = &E.sched;
+        makecontext(&E.ctx[i], trampoline, 0);
+        E.state[i] = RUN, E.parity[i] = 0;
+    }
+    memset(E.dyn.data(), 0xff, E.dyn.size());
+    for (;;) {
+        for (int w = 0; w * 32 < E.n; w++)
+            run_warp(w);
+        bool live = false;
+        for (int i = 0; i < E.n; i++)
+            if (E.state[i] == WAIT_BLOCK)
+                E.state[i] = RUN, live = true;
+        if (!live)
+            return;
+    }
+}
+
+template <typename T> T shuffle(T v, int src_lane) {
+    static_assert(sizeof(T) <= sizeof(uint64_t), "slot size");
+    const int me = E.cur, p = E.parity[me];
+    E.parity[me] ^= 1;
+    memcpy(&E.xch[p][me], &v, sizeof v);
+    wait(WAIT_WARP);
+    // Every lane wrote its slot before the barrier released (run_warp checks
+    // that all 32 arrived); the source may have exited since, its value stays.
+    const int src = (me & ~31) + (src_lane & 31);
+    if (src >= E.n)
+        die("shuffle reads a lane outside the block");
+    T r;
+    memcpy(&r, &E.xch[p][src], sizeof r);
+    return r;
+}
+
+} // namespace
+
+uint3 vw_emu_thread_idx(void) {
+    const unsigned i = (unsigned)E.cur, bx = E.block.x, by = E.block.y;
+    return uint3{i % bx, i / bx % by, i / (bx * by)};
+}
+uint3 vw_emu_block_idx(void) {
+    return E.bidx;
+}
+dim3 vw_emu_block_dim(void) {
+    return E.block;
+}
+dim3 vw_emu_grid_dim(void) {
+    return E.grid;
+}
+void __syncthreads(void) {
+    wait(WAIT_BLOCK);
+}
+void __syncwarp(unsigned) {
+    wait(WAIT_WARP);
+}
+float __shfl_xor_sync(unsigned, float v, int m) {
+    return shuffle(v, (E.cur & 31) ^ m);
+}
+double __shfl_xor_sync(unsigned, double v, int m) {
+    return shuffle(v, (E.cur & 31) ^ m);
+}
+float __shfl_sync(unsigned, float v, int src) {
+    return shuffle(v, src);
+}
+double __shfl_sync(unsigned, double v, int src) {
+    return shuffle(v, src);
+}
+void *vw_emu_dyn_smem(void) {
+    return E.dyn.data();
+}
+
+void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx) {
+    E.grid = grid, E.block = block, E.body = body, E.arg = ctx;
+    E.n = (int)(block.x * block.y * block.z);
+    if (E.n < 1 || E.n > 1024 || smem > 232448)
+        die("bad launch configuration");
+    if ((int)E.ctx.size() < E.n) {
+        E.ctx.resize(E.n), E.state.resize(E.n), E.parity.resize(E.n);
+        E.stacks.resize(E.n, nullptr), E.xch[0].resize(E.n), E.xch[1].resize(E.n);
+    }
+    E.dyn.assign(smem ? smem : 1, 0xff);
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                E.bidx = uint3{x, y, z};
+                run_block();
+            }
+}
+
+// ---- CUDA runtime subset --------------------------------------------------
+
+static char emu_stream_tag;
+
+cudaError_t cudaMalloc(void **p, size_t n) {
+    const size_t sz = (n + 255) / 256 * 256;
+    *p = aligned_alloc(256, sz ? sz : 256);
+    if (!*p)
+        return cudaErrorMemoryAllocation;
+    memset(*p, 0xff, sz); // fresh device memory reads as NaN
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void **p, size_t n) {
+    *p = malloc(n ? n : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind) {
+    memcpy(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind, cudaStream_t) {
+    memcpy(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void *d, int v, size_t n) {
+    memset(d, v, n);
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceCount(int *n) {
+    const char *e = getenv("VW_CUDA_EMU_DEVICES"); // "0" exercises the no-GPU paths
+    *n = e ? atoi(e) : 1;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int) {
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "vela CPU emulator");
+    p->major = 9, p->minor = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    return d >= 0 && d < n ? cudaSuccess : cudaErrorInvalidDevice;
+}
+cudaError_t cudaGetDevice(int *d) {
+    *d = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int) {
+    *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : 0; // sm_90
+    return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *, enum cudaFuncAttribute, int) {
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+    *s = (cudaStream_t)(void *)&emu_stream_tag;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) {
+    return cudaSuccess;
+}
+const char *cudaGetErrorName(cudaError_t e) {
+    return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmulated";
+}
+const char *cudaGetErrorString(cudaError_t e) {
+    return e == cudaSuccess ? "no error" : "error in the CPU emulator";
+}
+
+// ---- cuBLAS subset ------------------------------------------------------------
+
+struct cublasContext {
+    cudaStream_t stream;
+};
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
+    *h = new cublasContext{nullptr};
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+    delete h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+    h->stream = s;
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void *, size_t) {
+    return CUBLAS_STATUS_SUCCESS;
+}
+const char *cublasGetStatusName(cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_EMULATED";
+}
+const char *cublasGetStatusString(cublasStatus_t s) {
+    return s == CUBLAS_STATUS_SUCCESS ? "success" : "unsupported in the CPU emulator";
+}
+
+static float load(const void *p, cudaDataType t, size_t i) {
+    return t == CUDA_R_16BF ? __bfloat162float(((const __nv_bfloat16 *)p)[i])
+                            : ((const float *)p)[i];
+}
+
+// Column-major C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C, FP32 accumulation
+// in k order; C is not read when beta == 0 (it may hold NaN poison).
+cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void *alpha, const void *A, cudaDataType at,
+                            int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
+                            void *C, cudaDataType ct, int ldc, cublasComputeType_t,
+                            cublasGemmAlgo_t) {
+    if (ct != CUDA_R_32F || (at != CUDA_R_32F && at != CUDA_R_16BF) ||
+        (bt != CUDA_R_32F && bt != CUDA_R_16BF))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const float al = *(const float *)alpha, be = *(const float *)beta;
+    float *Cf = (float *)C;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float acc = 0.0f;
+            for (int l = 0; l < k; l++) {
+                const size_t ai = ta == CUBLAS_OP_N ? i + (size_t)l * lda : l + (size_t)i * lda;
+                const size_t bi = tb == CUBLAS_OP_N ? l + (size_t)j * ldb : j + (size_t)l * ldb;
+                acc += load(A, at, ai) * load(B, bt, bi);
+            }
+            float *c = Cf + i + (size_t)j * ldc;
+            *c = be == 0.0f ? al * acc : al * acc + be * *c;
+        }
+    return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,259 @@
+/* test_cuda_forward.c — the CUDA executor against the CPU reference backend on
+ * the tiny bundle (fixtures/tiny-vela), with the same trees:
+ *  - FP32 mode (cuBLAS pedantic and the fixed-order GEMM): every readout row
+ *    within 1e-3 of the CPU backend's (max |diff| printed);
+ *  - BF16 mode: the worst drift against the CPU is printed; the test fails only
+ *    on non-finite rows or a relative RMS error above 0.2 (a broken layout gives
+ *    O(1); the CPU emulator measures 0.05 here); the acceptance criterion for serving is on head
+ * outputs, not on hidden rows: probabilities within 0.02 of the CPU FP32 path (spec §6.3, §6.4),
+ * checked once the heads consume GPU rows;
+ *  - tree batching: with batch_invariant, a batch of trees gives each tree's
+ *    rows bit for bit as that tree run alone; the same comparison is printed
+ *    (not asserted) for cuBLAS FP32 and BF16, whose GEMMs may pick other
+ *    kernels for other shapes (spec §6.2);
+ *  - limits: a batch over max_tokens/max_trees is VW_ETRANSIENT and leaves the
+ *    executor usable; malformed trees are VW_EINVAL; bad options are refused.
+ * Skipped (cr_skip_test) without a CUDA device or a CUDA build.
+ */
+#include <criterion/criterion.h>
+
+#ifdef VW_HAVE_CUDA
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backbone_cpu.h"
+#include "backbone_cuda.h"
+#include "bundle.h"
+#include "vw_cuda.h"
+#include "vw_test.h"
+
+static vw_bundle *bundle;
+
+static void need_gpu(void) {
+    if (vw_cuda_device_count(NULL, 0) == 0)
+        cr_skip_test("no CUDA device");
+    char *dir = vw_test_path("fixtures/tiny-vela");
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &bundle, &err), VW_OK, "%s", err.msg);
+    free(dir);
+}
+
+static void done(void) {
+    vw_bundle_free(bundle);
+    bundle = NULL;
+}
+
+/* The trees: prefix lengths across chunk (64) and conv (K-1 = 3) edges, blocks
+ * of 1..70 tokens, readouts anywhere, a tree without blocks. */
+enum { N_TREES = 4, MAX_BLOCKS = 3 };
+typedef struct fixture {
+    vw_tree trees[N_TREES];
+    vw_block blocks[N_TREES][MAX_BLOCKS];
+    int32_t *ids; /* all token ids, owned */
+} fixture;
+
+static const size_t pre_len[N_TREES] = {150, 1, 64, 2};
+static const size_t blk_len[N_TREES][MAX_BLOCKS] = {{1, 40, 70}, {5, 2, 0}, {0}, {3, 0, 0}};
+static const int32_t ro_pre[N_TREES][4] = {{0, 63, 64, 149}, {0}, {63}, {1, 0}};
+static const size_t n_ro_pre[N_TREES] = {4, 1, 1, 2};
+static const int32_t ro_blk[3][3] = {{0, 39, 20}, {69, 64, 0}, {4, 1, 2}};
+
+static void fixture_make(fixture *f, int32_t vocab) {
+    size_t total = 0;
+    for (int t = 0; t < N_TREES; t++) {
+        total += pre_len[t];
+        for (int b = 0; b < MAX_BLOCKS; b++)
+            total += blk_len[t][b];
+    }
+    f->ids = malloc(total * sizeof *f->ids);
+    cr_assert(f->ids);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < total; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        f->ids[i] = (int32_t)((s >> 33) % (uint64_t)vocab);
+    }
+    int32_t *p = f->ids;
+    for (int t = 0; t < N_TREES; t++) {
+        vw_tree *tr = &f->trees[t];
+        *tr = (vw_tree){.prefix = p,
+                        .n_prefix = pre_len[t],
+                        .prefix_readouts = ro_pre[t],
+                        .n_prefix_readouts = n_ro_pre[t],
+                        .blocks = f->blocks[t]};
+        p += pre_len[t];
+        for (int b = 0; b < MAX_BLOCKS && blk_len[t][b]; b++) {
+            const size_t n = blk_len[t][b];
+            /* readouts valid for the block's length: the fixed lists, clamped */
+            const int32_t *ro = n >= 70   ? ro_blk[1]
+                                : n >= 40 ? ro_blk[0]
+                                : n >= 5  ? ro_blk[2]
+                                          : ro_pre[1];
+            f->blocks[t][b] = (vw_block){.ids = p, .n_ids = n, .readouts = ro, .n_readouts = 3};
+            if (n < 5)
+                f->blocks[t][b].n_readouts = 1;
+            p += n;
+            tr->n_blocks++;
+        }
+    }
+}
+
+static float *run(vw_executor *ex, const vw_tree *trees, size_t n) {
+    size_t rows = vw_trees_readout_count(trees, n);
+    float *out = malloc(rows * ex->hidden * sizeof *out);
+    cr_assert(out);
+    vw_err err = {0};
+    vw_status st = vw_executor_forward(ex, trees, n, out, &err);
+    cr_assert_eq(st, VW_OK, "%s: %s (%s)", vw_status_name(st), err.msg, err.where);
+    return out;
+}
+
+static vw_executor *cuda_exec(vw_cuda_precision prec, int invariant, size_t max_tokens) {
+    vw_cuda_opts o = {
+        .max_tokens = max_tokens, .max_trees = 8, .precision = prec, .batch_invariant = invariant};
+    vw_executor *ex = NULL;
+    vw_err err = {0};
+    vw_status st = vw_backbone_cuda_new(bundle, &o, &ex, &err);
+    cr_assert_eq(st, VW_OK, "%s: %s (%s)", vw_status_name(st), err.msg, err.where);
+    return ex;
+}
+
+typedef struct drift {
+    double max_abs, rel_rms;
+    size_t nonfinite;
+} drift;
+
+static drift compare(const float *got, const float *ref, size_t n) {
+    drift d = {0, 0, 0};
+    double se = 0, sr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(got[i])) {
+            d.nonfinite++;
+            continue;
+        }
+        double e = fabs((double)got[i] - ref[i]);
+        d.max_abs = e > d.max_abs ? e : d.max_abs;
+        se += e * e, sr += (double)ref[i] * ref[i];
+    }
+    d.rel_rms = sr > 0 ? sqrt(se / sr) : 0;
+    return d;
+}
+
+Test(cuda_forward, fp32_matches_cpu, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *cpu = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
+    const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
+    float *ref = run(cpu, f.trees, N_TREES);
+    for (int inv = 0; inv <= 1; inv++) {
+        vw_executor *gpu = cuda_exec(VW_CUDA_FP32, inv, 1024);
+        float *got = run(gpu, f.trees, N_TREES);
+        drift d = compare(got, ref, n);
+        fprintf(stderr, "fp32 (%s GEMM) vs CPU: %zu values, max|diff| %.3g, rel RMS %.3g\n",
+                inv ? "fixed-order" : "cuBLAS", n, d.max_abs, d.rel_rms);
+        cr_expect_eq(d.nonfinite, 0, "non-finite rows");
+        cr_expect(d.max_abs <= 1e-3, "fp32 %s: max |diff| %.3g > 1e-3", inv ? "fixed" : "cublas",
+                  d.max_abs);
+        free(got);
+        vw_executor_free(gpu);
+    }
+    free(ref);
+    vw_executor_free(cpu);
+    free(f.ids);
+}
+
+Test(cuda_forward, bf16_drift, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *cpu = NULL, *gpu = cuda_exec(VW_CUDA_BF16, 0, 1024);
+    vw_err err = {0};
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
+    const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
+    float *ref = run(cpu, f.trees, N_TREES), *got = run(gpu, f.trees, N_TREES);
+    drift d = compare(got, ref, n);
+    fprintf(stderr, "bf16 vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g\n", n, d.max_abs,
+            d.rel_rms);
+    cr_expect_eq(d.nonfinite, 0, "non-finite rows");
+    cr_expect(d.rel_rms < 0.2, "bf16 relative RMS error %.3g >= 0.2", d.rel_rms);
+    free(ref), free(got);
+    vw_executor_free(cpu);
+    vw_executor_free(gpu);
+    free(f.ids);
+}
+
+/* Runs each tree alone and compares with its rows in the batch run. Returns
+ * the largest |diff| (0 when bit-identical). */
+static double batch_vs_alone(vw_executor *ex, const fixture *f) {
+    float *all = run(ex, f->trees, N_TREES);
+    size_t off = 0;
+    double worst = 0;
+    for (int t = 0; t < N_TREES; t++) {
+        const size_t n = vw_trees_readout_count(&f->trees[t], 1) * ex->hidden;
+        float *one = run(ex, &f->trees[t], 1);
+        if (memcmp(one, all + off, n * sizeof *one)) {
+            drift d = compare(one, all + off, n);
+            worst = d.max_abs > worst ? d.max_abs : worst;
+            if (worst == 0) /* equal values, different bits (-0 vs 0): still count it */
+                worst = 1e-30;
+        }
+        off += n;
+        free(one);
+    }
+    free(all);
+    return worst;
+}
+
+Test(cuda_forward, tree_batching_bit_exact, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *inv = cuda_exec(VW_CUDA_FP32, 1, 1024);
+    double w = batch_vs_alone(inv, &f);
+    fprintf(stderr, "batch vs alone, fp32 fixed-order GEMM: max|diff| %.3g\n", w);
+    cr_expect(w == 0, "fp32 batch_invariant: batched rows differ from one-at-a-time (%.3g)", w);
+    vw_executor_free(inv);
+    vw_executor *cub = cuda_exec(VW_CUDA_FP32, 0, 1024), *bf = cuda_exec(VW_CUDA_BF16, 0, 1024);
+    fprintf(stderr, "batch vs alone, fp32 cuBLAS (informational): max|diff| %.3g\n",
+            batch_vs_alone(cub, &f));
+    fprintf(stderr, "batch vs alone, bf16 cuBLAS (informational): max|diff| %.3g\n",
+            batch_vs_alone(bf, &f));
+    vw_executor_free(cub);
+    vw_executor_free(bf);
+    free(f.ids);
+}
+
+Test(cuda_forward, limits_and_errors, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *ex = cuda_exec(VW_CUDA_FP32, 1, 160); /* tree 0 alone is 261 tokens */
+    float *rows = malloc(64 * ex->hidden * sizeof *rows);
+    vw_err err = {0};
+    cr_expect_eq(vw_executor_forward(ex, f.trees, 1, rows, &err), VW_ETRANSIENT);
+    cr_expect_str_eq(err.type, "batch_too_large");
+    free(run(ex, &f.trees[1], 3)); /* 77 tokens: still fits and works after the refusal */
+    vw_tree many[9];
+    for (int i = 0; i < 9; i++)
+        many[i] = f.trees[1];
+    cr_expect_eq(vw_executor_forward(ex, many, 9, rows, &err), VW_ETRANSIENT, "9 trees > 8");
+    vw_tree bad = f.trees[2];
+    int32_t bad_ids[1] = {vw_bundle_backbone_config(bundle)->vocab};
+    bad.prefix = bad_ids, bad.n_prefix = 1, bad.n_prefix_readouts = 0;
+    cr_expect_eq(vw_executor_forward(ex, &bad, 1, rows, &err), VW_EINVAL);
+    cr_expect_eq(vw_executor_forward(ex, f.trees, 0, rows, &err), VW_EINVAL);
+    vw_executor_free(ex);
+    vw_cuda_opts o = {.precision = VW_CUDA_BF16, .batch_invariant = 1};
+    vw_executor *no = NULL;
+    cr_expect_eq(vw_backbone_cuda_new(bundle, &o, &no, &err), VW_EINVAL);
+    cr_expect_null(no);
+    free(rows);
+    free(f.ids);
+}
+
+#else
+Test(cuda_forward, built_without_cuda) {
+    cr_skip_test("built without CUDA");
+}
+#endif
