@@ -324,9 +324,10 @@ def worker_check(body: bytes, limit: int):
 
 def margins(env: dict, ref: Reference) -> float:
     """Smallest logit-space distance of a decision from flipping: set labels vs their
-    threshold, choice top two, span words (answers.decode_margin via Reference.trace).
-    C and reference logits differ by ~1e-5 at most, so >= 1e-3 is a safe case."""
-    out = [math.inf] + list(ref.trace)
+    threshold, choice top two; span questions add inf, or 0.0 when their threshold
+    or spans change under 1e-4 logit noise (answers.span_stability via
+    Reference.trace). C and reference logits differ by ~1e-5, so >= 1e-3 is safe."""
+    out = [math.inf] + list(ref.trace or [])
     for qid, s in (env.get("sets") or {}).items():
         th = env["thresholds"][qid]
         if 0.0 < th < 1.0:
@@ -439,6 +440,7 @@ def write_goldens() -> None:
                 shared = next(iter(refs.values())).model if refs else None
                 refs[case["bundle"]] = Reference(BUNDLES[case["bundle"]], shared)
                 refs[case["bundle"]].recorder = recorder
+                refs[case["bundle"]].margins = True
             ref = refs[case["bundle"]]
             expected = ref.score(case["body"])
         status = expected["status"] if "status" in expected else 200
@@ -476,8 +478,7 @@ def write_goldens() -> None:
                          "NumPy, float32 span decoder)",
             "bundles": {"tiny": "fixtures/tiny-vela", "small": "fixtures/answers/tiny-small"},
             "small_config": SMALL_CONFIG, "bundle_sha256": digests,
-            "cases": notes, "jsonschema_check": check,
-            "seconds": round(elapsed, 1)}
+            "cases": notes, "jsonschema_check": check}
     (OUT / "SOURCE.json").write_text(json.dumps(side, indent=1, ensure_ascii=False) + "\n")
     for name in ("cases.jsonl", "hidden.bin", "SOURCE.json"):
         data = (OUT / name).read_bytes()

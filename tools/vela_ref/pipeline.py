@@ -74,7 +74,8 @@ class Reference:
         self.tok = Tokenizer.from_file(str(bundle / "tokenizer.json"))
         self.model = model or Model(bundle)
         self.timing = dict.fromkeys(STAGES, 0.0)
-        self.trace: list[float] = []  # span decision margins of the last score()
+        self.margins = False  # True: score() fills trace (make_answer_goldens)
+        self.trace: list[float] | None = None  # span stability of the last score()
         self.recorder: dict | None = None  # block key -> (readouts, rows): see record_rows
 
     def _tick(self, stage: str, t0: float) -> float:
@@ -84,7 +85,7 @@ class Reference:
 
     def score(self, body: bytes) -> dict:
         """The envelope (status 200) or {"status", "detail"} for a rejection."""
-        self.trace = []
+        self.trace = [] if self.margins else None
         t = time.perf_counter()
         plan = mpg.plan(self.bundle, self.tok, body)
         if plan["status"] != 200:
