@@ -209,7 +209,10 @@ static int run(const char *bundle, const char *path, int reps, const char *label
     }
     if (st == VW_OK) {
         qsort(lat, n, sizeof *lat, cmp_double);
-        double p50 = lat[n / 2], p99 = lat[n - 1 - (n - 1) / 100];
+        /* The Python side's definitions: statistics.median, sorted[int(0.99 n)]. */
+        double p50 = n % 2 ? lat[n / 2] : 0.5 * (lat[n / 2 - 1] + lat[n / 2]);
+        size_t i99 = (size_t)(0.99 * (double)n);
+        double p99 = lat[i99 < n ? i99 : n - 1];
         double answers = wall - plan_s - g_stage.backbone - g_stage.heads - g_stage.json;
         int threads = openblas_get_num_threads();
         printf("%-10s %zu requests x %d, %d threads: %.2f req/s, p50 %.2f ms, p99 %.2f ms\n", label,
