@@ -12,7 +12,9 @@
  * barrier and __syncthreads. Function-static `__shared__` arrays are the
  * block's shared memory (blocks never overlap); dynamic shared memory and
  * cudaMalloc memory start filled with 0xFF bytes (NaN floats), so reading
- * what no one wrote shows up in the results. cuBLAS GemmEx is a plain loop.
+ * what no one wrote shows up in the results. cuBLAS GemmEx is OpenBLAS sgemm
+ * on FP32 copies of its operands. A launch whose block 0 reaches no barrier or
+ * shuffle runs its other blocks as plain calls (fast); a barrier there aborts.
  * What it does not model: timing, concurrency between blocks, memory
  * coherence races, device limits other than the shared-memory opt-in.
  * Errors inside kernels abort the process with the block and thread named.

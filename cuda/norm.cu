@@ -114,8 +114,11 @@ vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float 
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "add_rmsnorm: %zu rows", rows);
     if (!rows)
         return VW_OK;
-    return VW_LAUNCH(err, add_rmsnorm_k, (unsigned)rows, NORM_THREADS, 0, s, h, delta, w, eps, D,
-                     y);
+    /* ~4 elements per thread in whole warps, at most NORM_THREADS: a fixed
+     * block size per D, so the reduction order never depends on the batch. */
+    unsigned threads = (unsigned)((D + 127) / 128 * 32);
+    threads = threads < 32 ? 32 : threads > NORM_THREADS ? NORM_THREADS : threads;
+    return VW_LAUNCH(err, add_rmsnorm_k, (unsigned)rows, threads, 0, s, h, delta, w, eps, D, y);
 }
 
 vw_status vw_cu_gated_rmsnorm(float *o, size_t ldo, const float *z, size_t ldz, const float *w,

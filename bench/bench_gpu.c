@@ -1,0 +1,607 @@
+/* bench_gpu.c — throughput and latency of the CUDA executor on a
+ * Qwen3.5-0.8B-shaped backbone, beside the CPU backend on a small case.
+ *
+ *   bench_gpu --random-bundle DIR [options]   write (or reuse) a random 0.8B bundle in DIR
+ *   bench_gpu --bundle DIR [options]          any verified bundle
+ * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
+ *          --precision bf16|fp32  --cpu-ref 1|0  --budget-s 240  --seed 20260601
+ *
+ * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
+ * none): config.json (the tiny fixture's, with the 0.8B backbone_config of
+ * qwen35-backbone-spec §1.1), model.safetensors (seeded uniform weights, BF16,
+ * A_log F32, HF-like init ranges), tokenizer.json and calibration.json copied
+ * from fixtures/tiny-vela, and MODEL_MANIFEST.json with SHA-256s. A DIR whose
+ * manifest names this generator and seed is reused; vw_bundle_open verifies it.
+ *
+ * Workload: "golden-like" trees (vela-request-spec §5.1 shapes): a 900-1100
+ * token prefix, five question blocks of 60-160 tokens (option-end and query
+ * readouts), two span blocks (labels only: 420-520 tokens; labels plus a
+ * 360-token text copy: 760-920 tokens, with word readouts), ~2,900 tokens and
+ * ~200 readouts per tree. A batch of B trees is split into forward calls of at
+ * most --max-tokens tokens (the batcher's budget), as a caller does on
+ * VW_ETRANSIENT. Output: one JSON object per line on stdout:
+ *   device / load, cpu_ref (small case: CPU vs GPU time, ratio, and the GPU's
+ *   drift from the CPU rows in BF16 and FP32 on this shape), latency (batch 1:
+ *   p50/p99 over --latency-reps), batch (per B: tokens/s, requests/s, model
+ *   TFLOP/s = projection GEMMs 2·N·K per token + attention 4·hd per query-key
+ *   pair and head; DeltaNet and elementwise work are not counted), saturation.
+ * Exit: 0 measured, 77 no CUDA device or no CUDA build (nothing measured), 1 error.
+ * --budget-s stops starting new measurements past that many seconds.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backbone_cpu.h"
+#include "bundle.h"
+#include "sha256.h"
+
+#ifndef VW_HAVE_CUDA
+int main(void) {
+    printf("{\"event\":\"skipped\",\"reason\":\"built without CUDA\"}\n");
+    return 77;
+}
+#else
+#include "backbone_cuda.h"
+#include "vw_cuda.h"
+
+#define RECIPE "bench/bench_gpu.c --random-bundle"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r) {
+    r->s ^= r->s >> 12, r->s ^= r->s << 25, r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ull;
+}
+static double unif(rng *r) {
+    return (double)(next(r) >> 11) / 9007199254740992.0;
+}
+static size_t pick(rng *r, size_t lo, size_t span) {
+    return lo + (size_t)(next(r) % (span ? span : 1));
+}
+
+/* ---- the random 0.8B bundle ------------------------------------------------ */
+
+static json_t *backbone_08b(void) {
+    json_t *lt = json_array();
+    for (int i = 0; i < 24; i++)
+        json_array_append_new(lt, json_string((i + 1) % 4 ? "linear_attention" : "full_attention"));
+    return json_pack(
+        "{s:b,s:b,s:s,s:i,s:s,s:i,s:i,s:o,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:s,s:i,s:i,"
+        "s:f,s:{s:b,s:[i,i,i],s:f,s:f,s:s},s:b,s:i}",
+        "attention_bias", 0, "attn_output_gate", 1, "dtype", "bfloat16", "full_attention_interval",
+        4, "hidden_act", "silu", "head_dim", 256, "hidden_size", 1024, "layer_types", lt,
+        "intermediate_size", 3584, "linear_conv_kernel_dim", 4, "linear_key_head_dim", 128,
+        "linear_num_key_heads", 16, "linear_num_value_heads", 16, "mamba_ssm_dtype", "float32",
+        "linear_value_head_dim", 128, "model_type", "qwen3_5_text", "num_attention_heads", 8,
+        "num_key_value_heads", 2, "num_hidden_layers", 24, "rms_norm_eps", 1e-6, "rope_parameters",
+        "mrope_interleaved", 1, "mrope_section", 11, 11, 10, "partial_rotary_factor", 0.25,
+        "rope_theta", 1e7, "rope_type", "default", "tie_word_embeddings", 1, "vocab_size", 248320);
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcmp(s + n - m, suf);
+}
+
+static uint16_t to_bf16(float x) { /* round to nearest even */
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* One weight value, HF-like ranges: projections and embedding U(±0.035) (std
+ * 0.02), zero-centred norms 0 ± 0.1, the plain GDN norm 1 ± 0.1, conv taps
+ * U(±0.5), A_log = log U(1, 16), dt_bias = softplus^-1 of log-uniform dt in
+ * [1e-3, 1e-1]. */
+static float weight(rng *r, const char *name) {
+    double u = unif(r);
+    if (ends_with(name, "A_log"))
+        return (float)log(1.0 + 15.0 * u);
+    if (ends_with(name, "dt_bias")) {
+        double dt = exp(log(1e-3) + u * (log(1e-1) - log(1e-3)));
+        return (float)(dt + log(-expm1(-dt)));
+    }
+    if (ends_with(name, "conv1d.weight"))
+        return (float)(u - 0.5);
+    if (ends_with(name, "linear_attn.norm.weight"))
+        return (float)(1.0 + 0.2 * (u - 0.5));
+    if (ends_with(name, "norm.weight"))
+        return (float)(0.2 * (u - 0.5));
+    return (float)(0.07 * (u - 0.5));
+}
+
+static int write_safetensors(const char *path, const vw_qwen35_config *c, uint64_t seed) {
+    size_t n = vw_qwen35_tensor_specs(c, NULL, 0), off = 0, cap = 1 << 20;
+    vw_qwen35_tensor_spec *sp = malloc(n * sizeof *sp);
+    unsigned char *buf = malloc(cap * 4);
+    FILE *f = fopen(path, "wb");
+    json_t *hdr = json_object();
+    int rc = !sp || !buf || !f;
+    if (!rc)
+        vw_qwen35_tensor_specs(c, sp, n);
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t numel = 1, es = ends_with(sp[i].name, "A_log") ? 4 : 2;
+        json_t *shape = json_array();
+        for (int d = 0; d < sp[i].ndim; d++)
+            numel *= (size_t)sp[i].shape[d],
+                json_array_append_new(shape, json_integer(sp[i].shape[d]));
+        char key[160];
+        snprintf(key, sizeof key, "backbone.%s", sp[i].name);
+        json_object_set_new(hdr, key,
+                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", es == 4 ? "F32" : "BF16",
+                                      "shape", shape, "data_offsets", (json_int_t)off,
+                                      (json_int_t)(off + numel * es)));
+        off += numel * es;
+    }
+    json_object_set_new(hdr, "__metadata__",
+                        json_pack("{s:s,s:s}", "format", "pt", "generator", RECIPE));
+    char *h = rc ? NULL : json_dumps(hdr, JSON_COMPACT);
+    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
+    uint64_t le = padded; /* little-endian host */
+    rc = rc || !h || fwrite(&le, 8, 1, f) != 1 || fwrite(h, 1, hl, f) != hl;
+    for (size_t i = hl; i < padded && !rc; i++)
+        rc = fputc(' ', f) == EOF;
+    rng r = {seed};
+    for (size_t i = 0; i < n && !rc; i++) {
+        size_t numel = 1, es = ends_with(sp[i].name, "A_log") ? 4 : 2;
+        for (int d = 0; d < sp[i].ndim; d++)
+            numel *= (size_t)sp[i].shape[d];
+        for (size_t done = 0; done < numel && !rc; done += cap) {
+            size_t k = numel - done < cap ? numel - done : cap;
+            for (size_t j = 0; j < k; j++) {
+                float w = weight(&r, sp[i].name);
+                if (es == 4)
+                    memcpy(buf + 4 * j, &w, 4);
+                else {
+                    uint16_t b = to_bf16(w);
+                    memcpy(buf + 2 * j, &b, 2);
+                }
+            }
+            rc = fwrite(buf, es, k, f) != k;
+        }
+    }
+    if (f && fclose(f))
+        rc = 1;
+    free(h), free(sp), free(buf);
+    json_decref(hdr);
+    return rc;
+}
+
+static int copy_file(const char *src, const char *dst) {
+    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+    char b[65536];
+    size_t k;
+    int rc = !in || !out;
+    while (!rc && (k = fread(b, 1, sizeof b, in)) > 0)
+        rc = fwrite(b, 1, k, out) != k;
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        rc = 1;
+    return rc;
+}
+
+static int random_bundle(const char *dir, uint64_t seed) {
+    char p[4096], q[4096];
+    snprintf(p, sizeof p, "%s/MODEL_MANIFEST.json", dir);
+    json_t *old = json_load_file(p, 0, NULL);
+    json_t *gen = old ? json_object_get(old, "generator") : NULL;
+    int reuse = gen && json_is_string(json_object_get(gen, "recipe")) &&
+                !strcmp(json_string_value(json_object_get(gen, "recipe")), RECIPE) &&
+                json_integer_value(json_object_get(gen, "seed")) == (json_int_t)seed;
+    json_decref(old);
+    if (reuse)
+        return 0;
+    mkdir(dir, 0755);
+    double t0 = now();
+    snprintf(p, sizeof p, "%s/fixtures/tiny-vela/config.json", VW_SOURCE_DIR);
+    json_t *cfg = json_load_file(p, 0, NULL);
+    if (!cfg)
+        return fprintf(stderr, "bench_gpu: cannot read %s\n", p), 1;
+    json_object_set_new(cfg, "backbone_config", backbone_08b());
+    json_object_set_new(cfg, "model_name", json_string("vela-worker/Vela-2.0-random-0.8b-bench"));
+    vw_qwen35_config c;
+    vw_err err = {0};
+    int rc = vw_qwen35_config_parse(json_object_get(cfg, "backbone_config"), &c, &err) != VW_OK;
+    snprintf(q, sizeof q, "%s/config.json", dir);
+    rc = rc || json_dump_file(cfg, q, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(cfg);
+    const char *copies[] = {"tokenizer.json", "calibration.json"};
+    for (int i = 0; i < 2 && !rc; i++) {
+        snprintf(p, sizeof p, "%s/fixtures/tiny-vela/%s", VW_SOURCE_DIR, copies[i]);
+        snprintf(q, sizeof q, "%s/%s", dir, copies[i]);
+        rc = copy_file(p, q);
+    }
+    snprintf(q, sizeof q, "%s/model.safetensors", dir);
+    rc = rc || write_safetensors(q, &c, seed);
+    const char *files[] = {"config.json", "tokenizer.json", "calibration.json",
+                           "model.safetensors"};
+    json_t *sums = json_object();
+    for (int i = 0; i < 4 && !rc; i++) {
+        char hex[VW_SHA256_HEX];
+        snprintf(q, sizeof q, "%s/%s", dir, files[i]);
+        rc = vw_sha256_file(q, hex, &err) != VW_OK;
+        json_object_set_new(sums, files[i], json_string(hex));
+    }
+    json_t *man = json_pack("{s:o,s:s,s:{s:s,s:s,s:I,s:s}}", "files_sha256", sums, "format",
+                            "vela2-decoder-release/1", "generator", "note",
+                            "random weights for benchmarks; not a trained model", "recipe", RECIPE,
+                            "seed", (json_int_t)seed, "shape", "0.8b");
+    snprintf(q, sizeof q, "%s/MODEL_MANIFEST.json", dir);
+    rc = rc || json_dump_file(man, q, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(man);
+    if (rc)
+        return fprintf(stderr, "bench_gpu: writing the random bundle in %s failed %s\n", dir,
+                       err.msg),
+               1;
+    printf("{\"event\":\"random_bundle\",\"dir\":\"%s\",\"seed\":%llu,\"seconds\":%.2f}\n", dir,
+           (unsigned long long)seed, now() - t0);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- golden-like trees ------------------------------------------------------ */
+
+enum { N_BLOCKS = 7, N_QUESTIONS = 5 };
+
+typedef struct gtree {
+    vw_tree t;
+    vw_block b[N_BLOCKS];
+    int32_t *ids, *ro; /* owned */
+} gtree;
+
+/* Readouts spread over [lo, hi) of a block: n indices, then the block's last token. */
+static size_t spread(int32_t *ro, size_t k, size_t lo, size_t hi, size_t n, size_t last) {
+    for (size_t i = 0; i < n; i++)
+        ro[k++] = (int32_t)(lo + (hi - lo) * (i + 1) / (n + 1));
+    ro[k++] = (int32_t)last;
+    return k;
+}
+
+static int gtree_make(gtree *g, size_t index, uint64_t seed, int32_t vocab) {
+    rng r = {seed ^ (0x9e3779b97f4a7c15ull * (index + 1))};
+    size_t len[N_BLOCKS], total = pick(&r, 900, 201);
+    for (int b = 0; b < N_QUESTIONS; b++)
+        len[b] = pick(&r, 60, 101);
+    len[5] = pick(&r, 420, 101); /* span: 17 labels, no text copy */
+    len[6] = pick(&r, 760, 161); /* span: labels + a 360-token text */
+    const size_t n_ids = total + len[0] + len[1] + len[2] + len[3] + len[4] + len[5] + len[6];
+    g->ids = malloc(n_ids * sizeof *g->ids);
+    g->ro = malloc(512 * sizeof *g->ro);
+    if (!g->ids || !g->ro)
+        return 1;
+    for (size_t i = 0; i < n_ids; i++)
+        g->ids[i] = (int32_t)(next(&r) % (uint64_t)vocab);
+    g->t = (vw_tree){.prefix = g->ids, .n_prefix = total, .blocks = g->b, .n_blocks = N_BLOCKS};
+    int32_t *p = g->ids + total;
+    size_t k = 0;
+    for (int b = 0; b < N_BLOCKS; b++) {
+        size_t k0 = k;
+        if (b < N_QUESTIONS) /* option ends, then the query token */
+            k = spread(g->ro, k, len[b] / 3, len[b] - 20, pick(&r, 2, 5), len[b] - 1);
+        else if (b == 5) /* 17 label starts/ends */
+            k = spread(g->ro, k, 40, len[b] - 30, 33, len[b] - 1);
+        else /* labels, then one readout per word (~3 tokens) of the text copy */
+            k = spread(g->ro, spread(g->ro, k, 40, 400, 33, 401), 420, len[b] - 20, 110,
+                       len[b] - 1);
+        g->b[b] =
+            (vw_block){.ids = p, .n_ids = len[b], .readouts = g->ro + k0, .n_readouts = k - k0};
+        p += len[b];
+    }
+    return 0;
+}
+
+static size_t tree_tokens(const vw_tree *t) {
+    size_t n = t->n_prefix;
+    for (size_t b = 0; b < t->n_blocks; b++)
+        n += t->blocks[b].n_ids;
+    return n;
+}
+
+/* Model FLOPs of one tree: 2·N·K per token and projection, plus 4·hd per
+ * query-key pair and query head in every attention layer. */
+static double tree_flops(const vw_qwen35_config *c, const vw_tree *t) {
+    const double H = c->hidden, F = c->intermediate, hd = c->head_dim, Hq = c->n_heads;
+    const double kd = (double)vw_qwen35_key_dim(c), vd = (double)vw_qwen35_value_dim(c);
+    const double cd = 2 * kd + vd, gdn = H * (cd + vd + 2.0 * c->lin_v_heads) + vd * H;
+    const double attn = H * (Hq * 2 * hd + 2.0 * c->n_kv_heads * hd) + Hq * hd * H;
+    double per_tok = 0, n_attn = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        per_tok += 2 * (3 * F * H + (c->full_attention[l] ? attn : gdn));
+        n_attn += c->full_attention[l];
+    }
+    const double P = (double)t->n_prefix;
+    double pairs = P * (P + 1) / 2;
+    for (size_t b = 0; b < t->n_blocks; b++) {
+        const double n = (double)t->blocks[b].n_ids;
+        pairs += n * P + n * (n + 1) / 2;
+    }
+    return per_tok * (double)tree_tokens(t) + n_attn * 4 * hd * Hq * pairs;
+}
+
+/* ---- runs --------------------------------------------------------------------- */
+
+/* Forward of trees[0..n) in calls of at most max_tokens tokens; returns calls
+ * made, or -1 with the error printed. */
+static int run_batch(vw_executor *ex, const vw_tree *trees, size_t n, size_t max_tokens,
+                     size_t max_trees, float *rows) {
+    int calls = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i, tok = 0;
+        while (j < n && j - i < max_trees && tok + tree_tokens(&trees[j]) <= max_tokens)
+            tok += tree_tokens(&trees[j++]);
+        if (j == i)
+            return fprintf(stderr, "bench_gpu: a tree of %zu tokens exceeds max_tokens\n",
+                           tree_tokens(&trees[i])),
+                   -1;
+        vw_err err = {0};
+        if (vw_executor_forward(ex, trees + i, j - i, rows, &err) != VW_OK)
+            return fprintf(stderr, "bench_gpu: forward: %s (%s)\n", err.msg, err.where), -1;
+        rows += vw_trees_readout_count(trees + i, j - i) * ex->hidden;
+        calls++, i = j;
+    }
+    return calls;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p) {
+    qsort(v, n, sizeof *v, cmp_d);
+    size_t i = (size_t)ceil(p * (double)n) - 1;
+    return v[i < n ? i : n - 1];
+}
+
+typedef struct bench {
+    const vw_bundle *b;
+    const vw_qwen35_config *c;
+    vw_executor *gpu;
+    size_t max_tokens, max_trees;
+    int reps, lat_reps;
+    double t_start, budget;
+    uint64_t seed;
+} bench;
+
+static int over_budget(const bench *B) {
+    return now() - B->t_start > B->budget;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, isfinite(a[i]) ? fabs((double)a[i] - b[i]) : INFINITY);
+    return m;
+}
+
+static vw_executor *gpu_new(const vw_bundle *b, vw_cuda_precision prec, size_t max_tokens,
+                            size_t max_trees) {
+    vw_cuda_opts o = {.max_tokens = max_tokens, .max_trees = max_trees, .precision = prec};
+    vw_executor *ex = NULL;
+    vw_err err = {0};
+    if (vw_backbone_cuda_new(b, &o, &ex, &err) != VW_OK)
+        fprintf(stderr, "bench_gpu: cuda executor: %s (%s)\n", err.msg, err.where);
+    return ex;
+}
+
+/* Small case (prefix 256 + two 32-token blocks) on the CPU backend and the GPU:
+ * best-of time each, the ratio, and the GPU rows' drift from the CPU rows in
+ * the benchmark precision and in FP32 (a parity check on the real shapes). */
+static int cpu_ref(const bench *B) {
+    rng r = {B->seed};
+    int32_t ids[320], ro[3] = {255, 31, 31};
+    for (int i = 0; i < 320; i++)
+        ids[i] = (int32_t)(next(&r) % (uint64_t)B->c->vocab);
+    vw_block bl[2] = {{ids + 256, 32, ro + 1, 1}, {ids + 288, 32, ro + 2, 1}};
+    vw_tree t = {ids, 256, ro, 1, bl, 2};
+    const size_t H = B->gpu->hidden, n = 3 * H;
+    float *cpu_rows = malloc(n * 4), *gpu_rows = malloc(n * 4), *f32_rows = malloc(n * 4);
+    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4);
+    vw_err err = {0};
+    double t0 = now();
+    if (!cpu_rows || !gpu_rows || !f32_rows || !f32 || vw_backbone_cpu_new(B->b, &cpu, &err))
+        return fprintf(stderr, "bench_gpu: cpu_ref setup failed %s\n", err.msg), 1;
+    double cpu_load = now() - t0, cpu_s = 1e30, gpu_s = 1e30;
+    for (int k = 0; k < 2; k++) {
+        t0 = now();
+        if (run_batch(cpu, &t, 1, 1 << 20, 1, cpu_rows) < 0)
+            return 1;
+        cpu_s = fmin(cpu_s, now() - t0);
+    }
+    for (int k = 0; k < 5; k++) {
+        t0 = now();
+        if (run_batch(B->gpu, &t, 1, B->max_tokens, 1, gpu_rows) < 0)
+            return 1;
+        gpu_s = fmin(gpu_s, now() - t0);
+    }
+    if (run_batch(f32, &t, 1, 4096, 1, f32_rows) < 0)
+        return 1;
+    printf(
+        "{\"event\":\"cpu_ref\",\"tokens\":320,\"cpu_load_s\":%.2f,\"cpu_s\":%.4f,\"gpu_s\":%.5f,"
+        "\"gpu_speedup\":%.1f,\"gpu_vs_cpu_max_abs\":%.4g,\"gpu_fp32_vs_cpu_max_abs\":%.4g}\n",
+        cpu_load, cpu_s, gpu_s, cpu_s / gpu_s, max_abs_diff(gpu_rows, cpu_rows, n),
+        max_abs_diff(f32_rows, cpu_rows, n));
+    fflush(stdout);
+    vw_executor_free(cpu);
+    vw_executor_free(f32);
+    free(cpu_rows), free(gpu_rows), free(f32_rows);
+    return 0;
+}
+
+static int latency(const bench *B, const gtree *g) {
+    size_t nr = vw_trees_readout_count(&g->t, 1);
+    float *rows = malloc(nr * B->gpu->hidden * 4);
+    double *lat = malloc((size_t)B->lat_reps * sizeof *lat);
+    int k = 0;
+    if (!rows || !lat || run_batch(B->gpu, &g->t, 1, B->max_tokens, 1, rows) < 0) /* warm-up */
+        return 1;
+    for (; k < B->lat_reps && !over_budget(B); k++) {
+        double t0 = now();
+        if (run_batch(B->gpu, &g->t, 1, B->max_tokens, 1, rows) < 0)
+            return 1;
+        lat[k] = now() - t0;
+    }
+    if (k)
+        printf("{\"event\":\"latency\",\"trees\":1,\"tokens\":%zu,\"reps\":%d,\"p50_ms\":%.3f,"
+               "\"p99_ms\":%.3f}\n",
+               tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99));
+    fflush(stdout);
+    free(rows), free(lat);
+    return 0;
+}
+
+/* One batch size: tokens/s, requests/s and model TFLOP/s at the median of reps. */
+static int batch(const bench *B, const gtree *g, size_t n, double *req_s) {
+    vw_tree *t = malloc(n * sizeof *t);
+    double tok = 0, flops = 0, secs[16];
+    size_t nr = 0;
+    for (size_t i = 0; t && i < n; i++) {
+        t[i] = g[i].t;
+        tok += (double)tree_tokens(&t[i]), flops += tree_flops(B->c, &t[i]);
+        nr += vw_trees_readout_count(&t[i], 1);
+    }
+    float *rows = t ? malloc(nr * B->gpu->hidden * 4) : NULL;
+    if (!rows)
+        return fprintf(stderr, "bench_gpu: out of host memory for batch %zu\n", n), 1;
+    int calls = run_batch(B->gpu, t, n, B->max_tokens, B->max_trees, rows), k = 0; /* warm-up */
+    for (; calls > 0 && k < B->reps && k < 16 && !over_budget(B); k++) {
+        double t0 = now();
+        calls = run_batch(B->gpu, t, n, B->max_tokens, B->max_trees, rows);
+        secs[k] = now() - t0;
+    }
+    if (calls > 0 && k) {
+        double s = pct(secs, k, 0.5);
+        *req_s = (double)n / s;
+        printf("{\"event\":\"batch\",\"trees\":%zu,\"tokens\":%.0f,\"readouts\":%zu,\"calls\":%d,"
+               "\"reps\":%d,\"seconds_p50\":%.4f,\"tokens_per_s\":%.0f,\"requests_per_s\":%.2f,"
+               "\"model_tflops\":%.2f}\n",
+               n, tok, nr, calls, k, s, tok / s, *req_s, flops / s / 1e12);
+        fflush(stdout);
+    }
+    free(t), free(rows);
+    return calls < 0;
+}
+
+static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int with_cpu) {
+    char name[256] = "";
+    if (vw_cuda_device_count(name, sizeof name) == 0) {
+        printf("{\"event\":\"skipped\",\"reason\":\"no CUDA device\"}\n");
+        return 77;
+    }
+    double t0 = now();
+    if (!(B->gpu = gpu_new(B->b, prec, B->max_tokens, B->max_trees)))
+        return 1;
+    vw_cuda_opts o = {.max_tokens = B->max_tokens, .max_trees = B->max_trees, .precision = prec};
+    printf("{\"event\":\"device\",\"name\":\"%s\",\"precision\":\"%s\",\"max_tokens\":%zu,"
+           "\"max_trees\":%zu,\"arena_bytes\":%zu,\"load_s\":%.2f}\n",
+           name, prec == VW_CUDA_BF16 ? "bf16" : "fp32", B->max_tokens, B->max_trees,
+           vw_backbone_cuda_arena_bytes(B->c, &o), now() - t0);
+    fflush(stdout);
+    size_t max_b = 1;
+    for (const char *p = batches; *p;) {
+        size_t v = strtoul(p, (char **)&p, 10);
+        max_b = v > max_b ? v : max_b;
+        p += *p == ',';
+    }
+    gtree *g = calloc(max_b, sizeof *g);
+    int rc = !g;
+    for (size_t i = 0; i < max_b && !rc; i++)
+        rc = gtree_make(&g[i], i, B->seed, B->c->vocab);
+    if (!rc && with_cpu)
+        rc = cpu_ref(B);
+    if (!rc)
+        rc = latency(B, &g[0]);
+    double best = 0, rs = 0;
+    for (const char *p = batches; *p && !rc && !over_budget(B);) {
+        size_t v = strtoul(p, (char **)&p, 10);
+        p += *p == ',';
+        if (v && !(rc = batch(B, g, v, &rs)))
+            best = rs > best ? rs : best;
+    }
+    if (!rc)
+        printf("{\"event\":\"saturation\",\"requests_per_s\":%.2f,\"budget_exhausted\":%s}\n", best,
+               over_budget(B) ? "true" : "false");
+    for (size_t i = 0; g && i < max_b; i++)
+        free(g[i].ids), free(g[i].ro);
+    free(g);
+    vw_executor_free(B->gpu);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL, *rnd_dir = NULL, *batches = "1,8,64,256", *prec = "bf16";
+    bench B = {.max_tokens = 131072,
+               .max_trees = 256,
+               .reps = 3,
+               .lat_reps = 30,
+               .budget = 240,
+               .seed = 20260601,
+               .t_start = now()};
+    int with_cpu = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--bundle"))
+            dir = v;
+        else if (!strcmp(k, "--random-bundle"))
+            rnd_dir = v;
+        else if (!strcmp(k, "--batches"))
+            batches = v;
+        else if (!strcmp(k, "--reps"))
+            B.reps = atoi(v);
+        else if (!strcmp(k, "--latency-reps"))
+            B.lat_reps = atoi(v);
+        else if (!strcmp(k, "--max-tokens"))
+            B.max_tokens = strtoul(v, NULL, 10);
+        else if (!strcmp(k, "--precision"))
+            prec = v;
+        else if (!strcmp(k, "--cpu-ref"))
+            with_cpu = atoi(v);
+        else if (!strcmp(k, "--budget-s"))
+            B.budget = atof(v);
+        else if (!strcmp(k, "--seed"))
+            B.seed = strtoull(v, NULL, 10);
+        else
+            return fprintf(stderr, "bench_gpu: unknown option %s\n", k), 2;
+    }
+    if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 ||
+        (strcmp(prec, "bf16") && strcmp(prec, "fp32"))) {
+        fprintf(stderr, "usage: bench_gpu --random-bundle DIR | --bundle DIR [--batches 1,8,64,256]"
+                        " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|fp32]"
+                        " [--cpu-ref 1|0] [--budget-s S] [--seed S]\n");
+        return 2;
+    }
+    if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5 GB */
+        printf("{\"event\":\"skipped\",\"reason\":\"no CUDA device\"}\n");
+        return 77;
+    }
+    if (rnd_dir && random_bundle(rnd_dir, B.seed))
+        return 1;
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    double t0 = now();
+    if (vw_bundle_open(dir ? dir : rnd_dir, &b, &err) != VW_OK)
+        return fprintf(stderr, "bench_gpu: %s\n", err.msg), 1;
+    printf("{\"event\":\"bundle\",\"dir\":\"%s\",\"open_s\":%.2f}\n", dir ? dir : rnd_dir,
+           now() - t0);
+    B.b = b, B.c = vw_bundle_backbone_config(b);
+    int rc = run_gpu(&B, batches, strcmp(prec, "fp32") ? VW_CUDA_BF16 : VW_CUDA_FP32, with_cpu);
+    vw_bundle_free(b);
+    return rc;
+}
+#endif
