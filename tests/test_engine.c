@@ -137,7 +137,7 @@ static void teardown(void) {
     vw_acases_free(&g_cases);
 }
 
-TestSuite(engine, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(engine, .init = setup, .fini = teardown);
 
 /* Runs case c in process; returns its output text (caller frees). */
 static char *run_case(vw_acase_engines *es, const vw_acase *c, int *status) {

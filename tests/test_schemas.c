@@ -138,7 +138,7 @@ static void expect_valid(const json_t *s, const json_t *v, const char *what, con
 }
 
 /* Real output (C engine + worker wrapping) and the goldens against the schemas. */
-Test(schemas, outputs, .timeout = 600) {
+Test(schemas, outputs) {
     vw_acases cases;
     cr_assert(vw_acases_load(&cases));
     vw_acase_engines es = {0};
