@@ -43,6 +43,31 @@ const char *vw_kh_dir(void) {
     return dir;
 }
 
+/* Processes still running when a test ends (a failed assertion skips its
+ * cleanup) are killed at exit, by pid. */
+enum { MAX_PROCS = 32 };
+static pid_t live[MAX_PROCS];
+
+static void kill_leftovers(void) {
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (live[i] > 0) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+            live[i] = 0;
+        }
+}
+
+static void track(pid_t pid, int add) {
+    static int registered;
+    if (!registered++)
+        atexit(kill_leftovers);
+    for (int i = 0; i < MAX_PROCS; i++)
+        if (add ? live[i] == 0 : live[i] == pid) {
+            live[i] = add ? pid : 0;
+            return;
+        }
+}
+
 static const char *worker_bin(void) {
     const char *b = getenv("VW_WORKER_BIN");
     if (!b)
@@ -97,6 +122,7 @@ static int spawn(const char *name, char *const *args, char *const *extra_env, in
         fprintf(stderr, "kafka_harness: spawn %s: %s\n", bin, strerror(rc));
         return -1;
     }
+    track(p->pid, 1);
     return 0;
 }
 
@@ -170,6 +196,7 @@ int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms) {
         }
         vw_kh_sleep_ms(20);
     }
+    track(p->pid, 0);
     p->pid = 0;
     p->status = rc;
     return rc;
