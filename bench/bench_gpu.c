@@ -75,21 +75,39 @@ static size_t pick(rng *r, size_t lo, size_t span) {
 
 /* ---- the random 0.8B bundle ------------------------------------------------ */
 
+/* The Qwen3.5-0.8B text config of qwen35-backbone-spec §1.1. */
 static json_t *backbone_08b(void) {
-    json_t *lt = json_array();
+    json_t *bc = json_object(), *lt = json_array(), *rope = json_object();
     for (int i = 0; i < 24; i++)
         json_array_append_new(lt, json_string((i + 1) % 4 ? "linear_attention" : "full_attention"));
-    return json_pack(
-        "{s:b,s:b,s:s,s:i,s:s,s:i,s:i,s:o,s:i,s:i,s:i,s:i,s:i,s:s,s:i,s:s,s:i,s:i,"
-        "s:f,s:{s:b,s:[i,i,i],s:f,s:f,s:s},s:b,s:i}",
-        "attention_bias", 0, "attn_output_gate", 1, "dtype", "bfloat16", "full_attention_interval",
-        4, "hidden_act", "silu", "head_dim", 256, "hidden_size", 1024, "layer_types", lt,
-        "intermediate_size", 3584, "linear_conv_kernel_dim", 4, "linear_key_head_dim", 128,
-        "linear_num_key_heads", 16, "linear_num_value_heads", 16, "mamba_ssm_dtype", "float32",
-        "linear_value_head_dim", 128, "model_type", "qwen3_5_text", "num_attention_heads", 8,
-        "num_key_value_heads", 2, "num_hidden_layers", 24, "rms_norm_eps", 1e-6, "rope_parameters",
-        "mrope_interleaved", 1, "mrope_section", 11, 11, 10, "partial_rotary_factor", 0.25,
-        "rope_theta", 1e7, "rope_type", "default", "tie_word_embeddings", 1, "vocab_size", 248320);
+    static const struct {
+        const char *key;
+        int value;
+    } ints[] = {{"full_attention_interval", 4}, {"head_dim", 256},
+                {"hidden_size", 1024},          {"intermediate_size", 3584},
+                {"linear_conv_kernel_dim", 4},  {"linear_key_head_dim", 128},
+                {"linear_num_key_heads", 16},   {"linear_num_value_heads", 16},
+                {"linear_value_head_dim", 128}, {"num_attention_heads", 8},
+                {"num_key_value_heads", 2},     {"num_hidden_layers", 24},
+                {"vocab_size", 248320},         {"max_position_embeddings", 262144}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        json_object_set_new(bc, ints[i].key, json_integer(ints[i].value));
+    json_object_set_new(bc, "attention_bias", json_false());
+    json_object_set_new(bc, "attn_output_gate", json_true());
+    json_object_set_new(bc, "tie_word_embeddings", json_true());
+    json_object_set_new(bc, "dtype", json_string("bfloat16"));
+    json_object_set_new(bc, "mamba_ssm_dtype", json_string("float32"));
+    json_object_set_new(bc, "hidden_act", json_string("silu"));
+    json_object_set_new(bc, "model_type", json_string("qwen3_5_text"));
+    json_object_set_new(bc, "rms_norm_eps", json_real(1e-6));
+    json_object_set_new(bc, "layer_types", lt);
+    json_object_set_new(rope, "rope_type", json_string("default"));
+    json_object_set_new(rope, "rope_theta", json_real(1e7));
+    json_object_set_new(rope, "partial_rotary_factor", json_real(0.25));
+    json_object_set_new(rope, "mrope_interleaved", json_true());
+    json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 11, 11, 10));
+    json_object_set_new(bc, "rope_parameters", rope);
+    return bc;
 }
 
 static int ends_with(const char *s, const char *suf) {
