@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "canonical_json.h"
-#include "errlist.h"
+#include "errlist.h" /* the VW_ET_* type names */
 
 enum { MAX_DEPTH = 1000, MAX_INT_DIGITS = 4300 };
 
@@ -362,33 +362,34 @@ void vw_pyjson_validate(const char *buf, size_t len, vw_pyjson_check *out) {
 
 /* ---- rejections and result values ------------------------------------- */
 
-/* {"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]} */
+/* {"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]}, the
+ * shape errlist.h writes, built in one buffer (this runs once per rejected
+ * record). r->err.type names the rejection type for the metrics. */
 static vw_status one_triple(vw_result *out, int status, int64_t offset, const char *msg,
                             const char *type, vw_err *err) {
-    vw_errlist list = {0};
-    vw_loc loc = {0};
+    char head[96];
+    int n = offset >= 0
+                ? snprintf(head, sizeof head,
+                           "{\"status\":%d,\"detail\":[{\"loc\":[\"body\",%lld],\"msg\":", status,
+                           (long long)offset)
+                : snprintf(head, sizeof head,
+                           "{\"status\":%d,\"detail\":[{\"loc\":[\"body\"],\"msg\":", status);
     vw_sbuf sb = {0};
-    vw_status st = vw_loc_add_str(&loc, "body", 4);
-    if (!st && offset >= 0)
-        st = vw_loc_add_int(&loc, offset);
-    if (!st)
-        st = vw_errlist_add(&list, &loc, msg, type);
-    if (!st) {
-        vw_sbuf_printf(&sb, "{\"status\":%d,\"detail\":", status);
-        vw_errlist_write(&sb, &list);
-        vw_sbuf_puts(&sb, "}");
-        st = vw_sbuf_status(&sb);
+    vw_sbuf_put(&sb, head, (size_t)n);
+    vw_canon_string(&sb, msg, strlen(msg));
+    vw_sbuf_puts(&sb, ",\"type\":\"");
+    vw_sbuf_puts(&sb, type);
+    vw_sbuf_puts(&sb, "\"}]}");
+    if (vw_sbuf_status(&sb)) {
+        vw_sbuf_free(&sb);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rejection record");
     }
-    if (!st) {
-        memset(out, 0, sizeof *out);
-        out->kind = VW_RESULT_RECORD;
-        out->vela_status = status;
-        out->value = vw_sbuf_take(&sb, &out->value_len);
-    }
-    vw_sbuf_free(&sb);
-    vw_loc_free(&loc);
-    vw_errlist_free(&list);
-    return st ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rejection record") : VW_OK;
+    memset(out, 0, sizeof *out);
+    out->kind = VW_RESULT_RECORD;
+    out->vela_status = status;
+    out->value = vw_sbuf_take(&sb, &out->value_len);
+    snprintf(out->err.type, sizeof out->err.type, "%s", type);
+    return VW_OK;
 }
 
 vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
@@ -448,17 +449,19 @@ vw_status vw_result_value(const vw_result *r, const vw_record *rec, char **out, 
     size_t rest = i + 1, j = rest;
     while (j < n && (v[j] == ' ' || v[j] == '\t' || v[j] == '\n' || v[j] == '\r'))
         j++;
+    char nums[96];
+    int nn =
+        rec->timestamp >= 0
+            ? snprintf(nums, sizeof nums, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":%lld}",
+                       (int)rec->partition, (long long)rec->offset, (long long)rec->timestamp)
+            : snprintf(nums, sizeof nums, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":null}",
+                       (int)rec->partition, (long long)rec->offset);
     vw_sbuf sb = {0};
     vw_sbuf_puts(&sb, "{\"request_id\":");
     vw_canon_string(&sb, rec->request_id, strlen(rec->request_id));
     vw_sbuf_puts(&sb, ",\"source\":{\"topic\":");
     vw_canon_string(&sb, rec->topic, strlen(rec->topic));
-    vw_sbuf_printf(&sb, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":", (int)rec->partition,
-                   (long long)rec->offset);
-    if (rec->timestamp >= 0)
-        vw_sbuf_printf(&sb, "%lld}", (long long)rec->timestamp);
-    else
-        vw_sbuf_puts(&sb, "null}");
+    vw_sbuf_put(&sb, nums, (size_t)nn);
     if (j < n && v[j] != '}')
         vw_sbuf_puts(&sb, ",");
     vw_sbuf_put(&sb, v + rest, n - rest);

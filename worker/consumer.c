@@ -393,12 +393,14 @@ void vw_consumer_pause(struct vw_worker *w, bool pause) {
            vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
-void vw_consumer_poll(struct vw_worker *w) {
-    /* Bounded per call so results, deliveries and commits keep flowing. */
+bool vw_consumer_poll(struct vw_worker *w) {
+    /* Bounded per call so results, deliveries and commits keep flowing. The
+     * queue's I/O event fires only when it turns non-empty, so the caller must
+     * not sleep while this returns true (more may be queued). */
     for (int n = 0; n < 1000; n++) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, 0);
         if (!m)
-            return;
+            return false;
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                 VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
@@ -411,9 +413,10 @@ void vw_consumer_poll(struct vw_worker *w) {
             vw_offsets_in_flight(w->tracker, NULL, 0) >= (size_t)w->cfg->limits.max_in_flight) {
             w->backpressure = true;
             vw_consumer_pause(w, true);
-            return;
+            return true;
         }
     }
+    return true;
 }
 
 void vw_consumer_flow(struct vw_worker *w) {

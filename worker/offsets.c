@@ -24,6 +24,7 @@ typedef struct part {
     int64_t last_tracked; /* -1 before the first record */
     int64_t position;     /* next offset to commit, -1 when none */
     int64_t committed;    /* last commit the broker confirmed, -1 when none */
+    size_t live;          /* records not DONE (in_flight without a scan) */
 } part;
 
 struct vw_offsets {
@@ -105,7 +106,7 @@ vw_status vw_offsets_assign(vw_offsets *t, const char *topic, int32_t partition,
         for (size_t i = p->head; i < p->n; i++)
             if (p->slots[i].state == READY && t->free_result)
                 t->free_result(p->slots[i].result);
-        p->head = p->n = p->produce = 0;
+        p->head = p->n = p->produce = p->live = 0;
     } else {
         char *name = strdup(topic);
         part *grown = name ? realloc(t->parts, (t->n_parts + 1) * sizeof *grown) : NULL;
@@ -160,6 +161,7 @@ vw_status vw_offsets_track(vw_offsets *t, const char *topic, int32_t partition, 
     }
     p->slots[p->n++] = (slot){.offset = offset, .state = PENDING};
     p->last_tracked = offset;
+    p->live++;
     return VW_OK;
 }
 
@@ -206,6 +208,7 @@ vw_status vw_offsets_ack(vw_offsets *t, const char *topic, int32_t partition, ui
         return VW_FAIL(err, VW_EINVAL, "offset_state", "%s [%d] offset %lld is not in delivery",
                        topic, (int)partition, (long long)offset);
     p->slots[i].state = DONE;
+    p->live--;
     while (p->head < p->n && p->slots[p->head].state == DONE)
         p->position = p->slots[p->head++].offset + 1;
     return VW_OK;
@@ -256,8 +259,7 @@ size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t part
     for (size_t i = 0; i < t->n_parts; i++) {
         const part *p = &t->parts[i];
         if (!topic || (p->partition == partition && !strcmp(p->topic, topic)))
-            for (size_t j = p->head; j < p->n; j++)
-                n += p->slots[j].state != DONE;
+            n += p->live;
     }
     return n;
 }

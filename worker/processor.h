@@ -80,7 +80,9 @@ typedef struct vw_result {
     size_t value_len;
     vw_header *headers; /* extra headers (malloc'd array of malloc'd fields) */
     size_t n_headers;
-    vw_err err; /* RETRY / FATAL: why (err.type goes to metrics and the DLQ header) */
+    vw_err err; /* RETRY / FATAL: why (err.type goes to metrics and the DLQ header);
+                   RECORD with a rejection status: err.type may name the rejection type
+                   for the metrics (else the worker reads the types of `detail`) */
 } vw_result;
 
 /* What admit decided. */

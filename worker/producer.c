@@ -172,7 +172,11 @@ static void count_result(struct vw_worker *w, const vw_item *it) {
         vw_metrics_observe(w->metrics, VW_H_E2E, (double)(vw_wall_ms() - it->timestamp) / 1e3);
     if (it->result.vela_status == 200)
         return;
-    /* One count per triple of the rejection's detail. */
+    if (it->result.err.type[0]) { /* the rejection named its type */
+        vw_metrics_rejection(w->metrics, it->result.err.type);
+        return;
+    }
+    /* Else one count per triple of the rejection's detail. */
     json_t *v = json_loadb(it->result.value, it->result.value_len, 0, NULL);
     size_t i;
     json_t *d;

@@ -357,8 +357,8 @@ static void wait_and_drain(struct vw_worker *w, int ms) {
 
 /* One turn of the Kafka thread. */
 static void turn(struct vw_worker *w, int wait) {
-    wait_and_drain(w, wait);
-    vw_consumer_poll(w);
+    wait_and_drain(w, w->more ? 0 : wait);
+    w->more = vw_consumer_poll(w);
     vw_producer_poll(w, 0);
     vw_worker_collect(w);
     int64_t now = vw_now_ms();

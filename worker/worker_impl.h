@@ -81,6 +81,7 @@ struct vw_worker {
     size_t n_redo, cap_redo;
     bool paused, stopping, fatal, commit_in_flight;
     bool backpressure; /* in-flight limit reached (released at half of it) */
+    bool more;         /* the last turn left work queued: do not sleep */
     int64_t next_commit_ms;
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
@@ -112,7 +113,8 @@ void vw_item_free_cb(void *it);
 
 /* consumer.c */
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
-void vw_consumer_poll(struct vw_worker *w);
+/* Admits up to 1000 consumed records; true when more may be waiting. */
+bool vw_consumer_poll(struct vw_worker *w);
 void vw_consumer_pause(struct vw_worker *w, bool pause);
 /* Pauses/resumes the assignment per backpressure and rebalance state. */
 void vw_consumer_flow(struct vw_worker *w);
