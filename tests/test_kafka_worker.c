@@ -141,6 +141,16 @@ Test(kafka_worker, happy_path) {
     cr_assert_eq(metric(m, "vela_worker_e2e_latency_seconds_count"), N);
     cr_assert_eq(metric(m, "vela_worker_in_flight"), 0);
     free(m);
+    /* Consumer lag per partition, from librdkafka statistics (every 1 s here):
+     * 0 once everything is committed. */
+    double lag = -1;
+    for (int tries = 0; tries < 40 && lag != 0; tries++) {
+        vw_kh_sleep_ms(250);
+        m = vw_kh_http_get(port, "/metrics", &code);
+        lag = metric(m, "vela_worker_consumer_lag{topic=\"requests\",partition=\"0\"}");
+        free(m);
+    }
+    cr_assert_eq(lag, 0, "consumer lag gauge of requests[0] reaches 0");
     char *body = vw_kh_http_get(port, "/readyz", &code);
     cr_assert_eq(code, 200);
     free(body);
