@@ -1,0 +1,35 @@
+# vela-worker on Debian bookworm (docs/worker.md "docker-compose").
+# Build stage: the project's CMake build of the vela-worker target, CPU only
+# (a CUDA image needs an nvidia/cuda base and -DVW_CUDA=ON; not provided here).
+# Runtime stage: bookworm-slim with the shared libraries only, as a non-root user.
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config \
+      librdkafka-dev libjansson-dev libyaml-dev libpcre2-dev libutf8proc-dev \
+      libopenblas-dev libssl-dev libmicrohttpd-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVW_CUDA=OFF \
+ && cmake --build /build --target vela-worker \
+ && /build/vela-worker version
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      librdkafka1 libjansson4 libyaml-0-2 libpcre2-8-0 libutf8proc2 \
+      libopenblas0-pthread libssl3 libmicrohttpd12 ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /build/vela-worker /usr/local/bin/vela-worker
+COPY config/worker.example.yaml /etc/vela-worker/worker.yaml
+# The model bundle is mounted here (model.bundle / VELA_MODEL_BUNDLE).
+VOLUME ["/bundle"]
+ENV VELA_MODEL_BUNDLE=/bundle \
+    VELA_METRICS_LISTEN=0.0.0.0:9464
+EXPOSE 9464
+USER 65534:65534
+# SIGTERM drains and exits 0 within shutdown.grace_ms (30 s by default).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["vela-worker"]
+CMD ["run", "--config", "/etc/vela-worker/worker.yaml"]
