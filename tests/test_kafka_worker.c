@@ -62,73 +62,52 @@ static double metric(const char *text, const char *name) {
 
 enum { N = 200 };
 
-Test(kafka_worker, happy_path) {
-    env e;
-    start(&e, "happy",
-          "batching: {max_tokens: 4096, max_requests: 8, max_wait_ms: 5}\n"
-          "limits: {max_in_flight: 16}\n",
-          NULL);
-    static vw_kh_msg msgs[N];
-    static char keys[N][16], vals[N][96], hids[N][16];
+/* The requests of the happy path: keys k000.., every tenth with a request-id. */
+static vw_kh_msg hp_msgs[N];
+static char hp_keys[N][16], hp_vals[N][96], hp_ids[N][16];
+static int32_t hp_parts[N];
+static int64_t hp_offs[N];
+
+static void happy_requests(void) {
     for (int i = 0; i < N; i++) {
-        snprintf(keys[i], sizeof keys[i], "k%03d", i);
-        snprintf(vals[i], sizeof vals[i], "{\"state\":\"s%d\",\"questions\":{\"q%d\":{}}}", i, i);
-        msgs[i] = (vw_kh_msg){.partition = -1, .key = keys[i], .value = vals[i]};
+        snprintf(hp_keys[i], sizeof hp_keys[i], "k%03d", i);
+        snprintf(hp_vals[i], sizeof hp_vals[i], "{\"state\":\"s%d\",\"questions\":{\"q%d\":{}}}", i,
+                 i);
+        hp_msgs[i] = (vw_kh_msg){.partition = -1, .key = hp_keys[i], .value = hp_vals[i]};
         if (i % 10 == 0) { /* request-id header overrides the key */
-            snprintf(hids[i], sizeof hids[i], "id-%d", i);
-            msgs[i].hdr_name[0] = "request-id";
-            msgs[i].hdr_value[0] = hids[i];
+            snprintf(hp_ids[i], sizeof hp_ids[i], "id-%d", i);
+            hp_msgs[i].hdr_name[0] = "request-id";
+            hp_msgs[i].hdr_value[0] = hp_ids[i];
         }
     }
-    int32_t parts[N];
-    int64_t offs[N];
-    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, N, parts, offs), 0);
-    json_t *res = vw_kh_consume(e.b.bootstrap, "results", N, 60000);
-    if (json_array_size(res) != N)
-        vw_kh_dump_log(&e.w);
-    cr_assert_eq(json_array_size(res), N, "one result per request, got %zu", json_array_size(res));
-    static int seen[N];
-    int64_t last[4][4]; /* [results partition][input partition] last source offset */
-    memset(last, 0xff, sizeof last);
-    size_t k;
-    json_t *r;
-    json_array_foreach(res, k, r) {
-        const char *key = json_string_value(json_object_get(r, "key"));
-        int i = atoi(key + 1);
-        cr_assert(i >= 0 && i < N && !strcmp(key, keys[i]), "key %s unchanged", key);
-        cr_assert_eq(seen[i]++, 0, "no duplicate for %s", key);
-        char src[64];
-        snprintf(src, sizeof src, "requests:%d:%lld", parts[i], (long long)offs[i]);
-        cr_assert_str_eq(vw_kh_header(r, "source"), src);
-        cr_assert_str_eq(vw_kh_header(r, "vela-status"), "200");
-        cr_assert_str_eq(vw_kh_header(r, "vela-model"), "test-echo@0");
-        cr_assert_str_eq(vw_kh_header(r, "request-id"), i % 10 == 0 ? hids[i] : keys[i]);
-        json_t *v = payload(r);
-        cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")),
-                         i % 10 == 0 ? hids[i] : keys[i]);
-        json_t *s = json_object_get(v, "source");
-        cr_assert_str_eq(json_string_value(json_object_get(s, "topic")), "requests");
-        cr_assert_eq(json_integer_value(json_object_get(s, "partition")), parts[i]);
-        cr_assert_eq(json_integer_value(json_object_get(s, "offset")), offs[i]);
-        cr_assert(json_integer_value(json_object_get(s, "timestamp")) > 0);
-        char q[16];
-        snprintf(q, sizeof q, "q%d", i);
-        cr_assert_str_eq(json_string_value(json_object_get(
-                             json_object_get(json_object_get(v, "answers"), q), "echo")),
-                         q);
-        json_decref(v);
-        /* Per-key order: within a results partition, results of one input
-         * partition appear in input offset order. */
-        int rp = (int)json_integer_value(json_object_get(r, "partition"));
-        cr_assert_gt(offs[i], last[rp][parts[i]], "order within requests[%d]", parts[i]);
-        last[rp][parts[i]] = offs[i];
-    }
-    json_decref(res);
-    int64_t end[4];
-    cr_assert_eq(vw_kh_end_offsets(e.b.bootstrap, "requests", 4, end), 0);
-    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "happy", "requests", 4, end, 15000), 0,
-                 "committed offsets reach the end of every partition");
-    int port = vw_kh_metrics_port(&e.w, 1000), code;
+}
+
+/* One result of request i: headers and value fields. */
+static void check_happy_result(const json_t *r, int i) {
+    const char *id = i % 10 == 0 ? hp_ids[i] : hp_keys[i];
+    char src[64], q[16];
+    snprintf(src, sizeof src, "requests:%d:%lld", hp_parts[i], (long long)hp_offs[i]);
+    cr_assert_str_eq(vw_kh_header(r, "source"), src);
+    cr_assert_str_eq(vw_kh_header(r, "vela-status"), "200");
+    cr_assert_str_eq(vw_kh_header(r, "vela-model"), "test-echo@0");
+    cr_assert_str_eq(vw_kh_header(r, "request-id"), id);
+    json_t *v = payload(r);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")), id);
+    json_t *s = json_object_get(v, "source");
+    cr_assert_str_eq(json_string_value(json_object_get(s, "topic")), "requests");
+    cr_assert_eq(json_integer_value(json_object_get(s, "partition")), hp_parts[i]);
+    cr_assert_eq(json_integer_value(json_object_get(s, "offset")), hp_offs[i]);
+    cr_assert(json_integer_value(json_object_get(s, "timestamp")) > 0);
+    snprintf(q, sizeof q, "q%d", i);
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(v, "answers"), q), "echo")),
+                     q);
+    json_decref(v);
+}
+
+/* Metrics after the happy path, then the lag gauge and the health endpoints. */
+static void check_happy_metrics(int port) {
+    int code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
     cr_assert_eq(code, 200);
     cr_assert_eq(metric(m, "vela_worker_records_consumed_total"), N);
@@ -157,6 +136,43 @@ Test(kafka_worker, happy_path) {
     body = vw_kh_http_get(port, "/healthz", &code);
     cr_assert_eq(code, 200);
     free(body);
+}
+
+Test(kafka_worker, happy_path) {
+    env e;
+    start(&e, "happy",
+          "batching: {max_tokens: 4096, max_requests: 8, max_wait_ms: 5}\n"
+          "limits: {max_in_flight: 16}\n",
+          NULL);
+    happy_requests();
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", hp_msgs, N, hp_parts, hp_offs), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", N, 60000);
+    if (json_array_size(res) != N)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(json_array_size(res), N, "one result per request, got %zu", json_array_size(res));
+    static int seen[N];
+    int64_t last[4][4]; /* [results partition][input partition] last source offset */
+    memset(last, 0xff, sizeof last);
+    size_t k;
+    json_t *r;
+    json_array_foreach(res, k, r) {
+        const char *key = json_string_value(json_object_get(r, "key"));
+        int i = atoi(key + 1);
+        cr_assert(i >= 0 && i < N && !strcmp(key, hp_keys[i]), "key %s unchanged", key);
+        cr_assert_eq(seen[i]++, 0, "no duplicate for %s", key);
+        check_happy_result(r, i);
+        /* Per-key order: within a results partition, results of one input
+         * partition appear in input offset order. */
+        int rp = (int)json_integer_value(json_object_get(r, "partition"));
+        cr_assert_gt(hp_offs[i], last[rp][hp_parts[i]], "order within requests[%d]", hp_parts[i]);
+        last[rp][hp_parts[i]] = hp_offs[i];
+    }
+    json_decref(res);
+    int64_t end[4];
+    cr_assert_eq(vw_kh_end_offsets(e.b.bootstrap, "requests", 4, end), 0);
+    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "happy", "requests", 4, end, 15000), 0,
+                 "committed offsets reach the end of every partition");
+    check_happy_metrics(vw_kh_metrics_port(&e.w, 1000));
     finish(&e);
 }
 
@@ -167,39 +183,73 @@ typedef struct reject_case {
     const char *status, *detail;
 } reject_case;
 
+static const reject_case cases[] = {
+    {"ok-1", "{\"state\":\"a\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
+    {"notjson", "not json", 0, "400",
+     "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
+     "\"json_invalid\"}]"},
+    {"trunc", "{\"state\": \"a\",", 0, "400",
+     "[{\"loc\":[\"body\",14],\"msg\":\"JSON decode error: Expecting property name enclosed "
+     "in double quotes\",\"type\":\"json_invalid\"}]"},
+    {"big", "{\"state\":\"0123456789012345678901234567890123456789012345678901234567890\"}", 0,
+     "413",
+     "[{\"loc\":[\"body\"],\"msg\":\"Data should have at most 64 bytes\",\"type\":"
+     "\"too_long\"}]"},
+    {"array", "[1,2]", 0, "400",
+     "[{\"loc\":[\"body\"],\"msg\":\"Input should be a valid dictionary or object to "
+     "extract fields from\",\"type\":\"model_attributes_type\"}]"},
+    {"utf8", "{\"s\":\"\xc3\x28\"}", 0, "400",
+     "[{\"loc\":[\"body\",6],\"msg\":\"JSON decode error: 'utf-8' codec can't decode byte "
+     "0xc3 in position 6: invalid continuation byte\",\"type\":\"json_invalid\"}]"},
+    {"bom", "\xef\xbb\xbf{}", 0, "400",
+     "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Unexpected UTF-8 BOM (decode using "
+     "utf-8-sig)\",\"type\":\"json_invalid\"}]"},
+    {"surrogate", "{\"state\":\"\\ud800\"}", 0, "400",
+     "[{\"loc\":[\"body\"],\"msg\":\"the request contains an unpaired surrogate\",\"type\":"
+     "\"json_invalid\"}]"},
+    {"empty", NULL, 0, "400",
+     "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
+     "\"json_invalid\"}]"},
+    {"noq", "{\"state\":\"a\"}", 0, "422",
+     "[{\"loc\":[\"body\",\"questions\"],\"msg\":\"Field required\",\"type\":\"missing\"}]"},
+    {"ok-2", "{\"state\":\"b\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
+};
+enum { NC = sizeof cases / sizeof cases[0] };
+
+/* The result of cases[i] (input offset i of partition 0). */
+static void check_rejection(json_t *res, size_t i) {
+    const char *key = cases[i].key;
+    json_t *r = by_key(res, key);
+    cr_assert_not_null(r, "result for %s", key);
+    cr_assert_str_eq(vw_kh_header(r, "vela-status"), cases[i].status, "%s", key);
+    cr_assert_str_eq(vw_kh_header(r, "request-id"), key);
+    char src[32];
+    snprintf(src, sizeof src, "requests:0:%zu", i);
+    cr_assert_str_eq(vw_kh_header(r, "source"), src);
+    json_t *v = payload(r);
+    cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")), key);
+    if (cases[i].detail) {
+        cr_assert_eq(json_integer_value(json_object_get(v, "status")), atoi(cases[i].status));
+        char *d = json_dumps(json_object_get(v, "detail"), JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_t *want = json_loads(cases[i].detail, 0, NULL);
+        char *w = json_dumps(want, JSON_COMPACT | JSON_ENSURE_ASCII);
+        cr_assert_str_eq(d, w, "%s: detail", key);
+        free(d);
+        free(w);
+        json_decref(want);
+        const char *keys_in_order[] = {"request_id", "source", "status", "detail"};
+        const char *name;
+        json_t *x;
+        size_t pos = 0;
+        json_object_foreach(v, name, x) {
+            cr_assert(pos < 4 && !strcmp(name, keys_in_order[pos]), "field %zu is %s", pos, name);
+            pos++;
+        }
+    }
+    json_decref(v);
+}
+
 Test(kafka_worker, rejections_keep_the_partition_moving) {
-    static const reject_case cases[] = {
-        {"ok-1", "{\"state\":\"a\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
-        {"notjson", "not json", 0, "400",
-         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
-         "\"json_invalid\"}]"},
-        {"trunc", "{\"state\": \"a\",", 0, "400",
-         "[{\"loc\":[\"body\",14],\"msg\":\"JSON decode error: Expecting property name enclosed "
-         "in double quotes\",\"type\":\"json_invalid\"}]"},
-        {"big", "{\"state\":\"0123456789012345678901234567890123456789012345678901234567890\"}", 0,
-         "413",
-         "[{\"loc\":[\"body\"],\"msg\":\"Data should have at most 64 bytes\",\"type\":"
-         "\"too_long\"}]"},
-        {"array", "[1,2]", 0, "400",
-         "[{\"loc\":[\"body\"],\"msg\":\"Input should be a valid dictionary or object to "
-         "extract fields from\",\"type\":\"model_attributes_type\"}]"},
-        {"utf8", "{\"s\":\"\xc3\x28\"}", 0, "400",
-         "[{\"loc\":[\"body\",6],\"msg\":\"JSON decode error: 'utf-8' codec can't decode byte "
-         "0xc3 in position 6: invalid continuation byte\",\"type\":\"json_invalid\"}]"},
-        {"bom", "\xef\xbb\xbf{}", 0, "400",
-         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Unexpected UTF-8 BOM (decode using "
-         "utf-8-sig)\",\"type\":\"json_invalid\"}]"},
-        {"surrogate", "{\"state\":\"\\ud800\"}", 0, "400",
-         "[{\"loc\":[\"body\"],\"msg\":\"the request contains an unpaired surrogate\",\"type\":"
-         "\"json_invalid\"}]"},
-        {"empty", NULL, 0, "400",
-         "[{\"loc\":[\"body\",0],\"msg\":\"JSON decode error: Expecting value\",\"type\":"
-         "\"json_invalid\"}]"},
-        {"noq", "{\"state\":\"a\"}", 0, "422",
-         "[{\"loc\":[\"body\",\"questions\"],\"msg\":\"Field required\",\"type\":\"missing\"}]"},
-        {"ok-2", "{\"state\":\"b\",\"questions\":{\"q\":{}}}", 0, "200", NULL},
-    };
-    enum { NC = sizeof cases / sizeof cases[0] };
     env e;
     char *extra_env[] = {"VELA_TOPICS_REPLY_ALLOW=replies", NULL};
     start(&e, "reject", "limits: {max_request_bytes: 64}\n", extra_env);
@@ -225,38 +275,8 @@ Test(kafka_worker, rejections_keep_the_partition_moving) {
     /* Results are keyed like their requests, so they spread over the results
      * partitions; each is found by key and checked against its input offset. */
     cr_assert_not_null(by_key(res, "to-evil"), "a reply-topic outside the allow-list is ignored");
-    for (size_t i = 0; i < NC; i++) {
-        const char *key = cases[i].key;
-        json_t *r = by_key(res, key);
-        cr_assert_not_null(r, "result for %s", key);
-        cr_assert_str_eq(vw_kh_header(r, "vela-status"), cases[i].status, "%s", key);
-        cr_assert_str_eq(vw_kh_header(r, "request-id"), key);
-        char src[32];
-        snprintf(src, sizeof src, "requests:0:%zu", i);
-        cr_assert_str_eq(vw_kh_header(r, "source"), src);
-        json_t *v = payload(r);
-        cr_assert_str_eq(json_string_value(json_object_get(v, "request_id")), key);
-        if (cases[i].detail) {
-            cr_assert_eq(json_integer_value(json_object_get(v, "status")), atoi(cases[i].status));
-            char *d = json_dumps(json_object_get(v, "detail"), JSON_COMPACT | JSON_ENSURE_ASCII);
-            json_t *want = json_loads(cases[i].detail, 0, NULL);
-            char *w = json_dumps(want, JSON_COMPACT | JSON_ENSURE_ASCII);
-            cr_assert_str_eq(d, w, "%s: detail", key);
-            free(d);
-            free(w);
-            json_decref(want);
-            const char *keys_in_order[] = {"request_id", "source", "status", "detail"};
-            const char *name;
-            json_t *x;
-            size_t pos = 0;
-            json_object_foreach(v, name, x) {
-                cr_assert(pos < 4 && !strcmp(name, keys_in_order[pos]), "field %zu is %s", pos,
-                          name);
-                pos++;
-            }
-        }
-        json_decref(v);
-    }
+    for (size_t i = 0; i < NC; i++)
+        check_rejection(res, i);
     json_decref(res);
     json_t *replies = vw_kh_consume(e.b.bootstrap, "replies", 1, 10000);
     cr_assert_eq(json_array_size(replies), 1);
