@@ -339,3 +339,31 @@ Test(kafka_worker, transient_retries_and_dead_letters) {
     free(m);
     finish(&e);
 }
+
+Test(kafka_worker, failed_commits_are_retried) {
+    env e;
+    start(&e, "commits", NULL, NULL);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 20000), 0);
+    /* The next 3 OffsetCommit requests (ApiKey 8) fail with
+     * OFFSET_METADATA_TOO_LARGE (12), which librdkafka hands to the application;
+     * the worker keeps the positions pending and commits them later. */
+    cr_assert_eq(vw_kh_broker_control(&e.b, "err 8 3 12"), 0);
+    const char *v = "{\"state\":\"x\",\"questions\":{\"q\":{}}}";
+    vw_kh_msg msgs[8];
+    for (int i = 0; i < 8; i++)
+        msgs[i] = (vw_kh_msg){.partition = i % 4, .value = v};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, 8, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 8, 30000);
+    cr_assert_eq(json_array_size(res), 8);
+    json_decref(res);
+    int64_t end[4] = {2, 2, 2, 2};
+    int waited = vw_kh_wait_committed(e.b.bootstrap, "commits", "requests", 4, end, 20000);
+    if (waited)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(waited, 0, "every partition committed in the end");
+    int port = vw_kh_metrics_port(&e.w, 1000), code;
+    char *m = vw_kh_http_get(port, "/metrics", &code);
+    cr_assert_geq(metric(m, "vela_worker_commit_failures_total"), 1, "the injected failures");
+    free(m);
+    finish(&e);
+}
