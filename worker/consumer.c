@@ -123,6 +123,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (!p->err && !err && p->offset >= 0) {
             vw_offsets_committed(w->tracker, p->topic, p->partition, p->offset);
             vw_metrics_inc(w->metrics, VW_M_COMMITS, 1);
+            vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_COMMIT);
         } else {
             /* Still pending in the tracker: the next commit tick retries it. */
             hold_commits(w, p->err);

@@ -139,6 +139,8 @@ static void produce_one(struct vw_worker *w, vw_item *it) {
         vw_metrics_inc(w->metrics, VW_M_PRODUCE_ERRORS, 1);
         dead_letter(w, it, "produce_failed", rd_kafka_err2str(e));
     }
+    if (!e)
+        vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_PRODUCE);
 }
 
 void vw_produce_ready(struct vw_worker *w) {
@@ -201,6 +203,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
          * the new owner replays from the committed offset. */
         vw_offsets_ack(w->tracker, w->topic, it->partition, it->epoch, it->offset, NULL);
         vw_item_free(it);
+        vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_DELIVERY);
         return;
     }
     vw_metrics_inc(w->metrics, VW_M_PRODUCE_ERRORS, 1);

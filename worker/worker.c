@@ -92,6 +92,7 @@ static void run_one_batch(struct vw_worker *w, vw_batch *b) {
     }
     double t0 = now_s();
     w->proc->ops->run_batch(w->proc, items, b->n, res);
+    vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_EXECUTOR);
     vw_metrics_observe(w->metrics, VW_H_EXEC, now_s() - t0);
     for (size_t i = 0; i < b->n; i++)
         ((vw_item *)b->items[i])->result = res[i];
@@ -447,6 +448,10 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     w->topic = cfg->topics.input;
     w->results_topic = cfg->topics.results;
     w->wake[0] = w->wake[1] = -1;
+    if (vw_crashpoint_init(&w->crash, getenv("VW_CRASH_AT"), err)) {
+        free(w);
+        return VW_EINVAL;
+    }
     w->tracker = vw_offsets_new(vw_item_free_cb);
     w->batcher = vw_batcher_new(cfg->batching.max_tokens, cfg->batching.max_requests,
                                 cfg->batching.max_wait_ms);

@@ -19,6 +19,7 @@
 
 #include "batcher.h"
 #include "config.h"
+#include "crashpoint.h"
 #include "log.h"
 #include "metrics.h"
 #include "offsets.h"
@@ -88,6 +89,7 @@ struct vw_worker {
     bool group_unsteady;       /* statistics: this member is rejoining the group */
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
+    vw_crashpoint crash;       /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
     bool replay;
     vw_range *ranges;
