@@ -5,21 +5,21 @@
  * Decision 4), keeping what canonical JSON needs: object key order, the
  * integer/float distinction of every number and integers of any size.
  *
- * How: a lexical pre-scan validates UTF-8, refuses a BOM, counts nesting depth
- * (> 1000 is an error), checks every number lexeme against Python's number
- * grammar and its 4,300-digit integer limit, accepts NaN / Infinity /
- * -Infinity, and notes unpaired \uD800-\uDFFF escapes. It then hands jansson a
- * copy of the text in which every number (and NaN/Infinity literal) is replaced
- * by its index in the document's number table, and each unpaired surrogate
- * escape by \ufffd (same length). jansson builds the tree (strings, escapes,
- * objects with Python's duplicate-key rule: first position, last value).
- * Every JSON_INTEGER of a document is therefore a table index: read numbers
- * only through vw_json_num(). See docs/processor.md for why.
+ * How: core/pyjson.h's checker decides acceptance in one pass (UTF-8 with
+ * surrogatepass, BOM refused, depth > 1000, Python's number grammar and its
+ * 4,300-digit integer limit, NaN / Infinity / -Infinity, unpaired surrogates)
+ * with CPython's messages and byte offsets; while it runs, its sink builds a
+ * copy of the text in which every number (and NaN/Infinity literal) is
+ * replaced by its index in the document's number table. Only a valid document
+ * reaches jansson, which builds the tree (strings, escapes, objects with
+ * Python's duplicate-key rule: first position, last value). Every JSON_INTEGER
+ * of a document is therefore a table index: read numbers only through
+ * vw_json_num(). See docs/processor.md for why.
  *
  * Ownership: vw_json_parse returns a document the caller frees with
  * vw_json_free; json_t pointers and vw_jnum records are borrowed from it.
  * Thread-safety: a parsed document is immutable; readers may share it.
- * Errors: VW_EINVAL with *jerr filled (byte offset into the input and a
+ * Errors: VW_EINVAL with *jerr filled (pyjson.h: kind, byte offset, CPython
  * message); VW_ENOMEM on allocation failure. Deviation from Python: an object
  * key containing U+0000 is refused (jansson cannot hold it).
  */
@@ -31,14 +31,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pyjson.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define VW_JSON_MAX_DEPTH 1000
-#define VW_JSON_MAX_INT_DIGITS 4300
+#define VW_JSON_MAX_DEPTH VW_PYJSON_MAX_DEPTH
+#define VW_JSON_MAX_INT_DIGITS VW_PYJSON_MAX_INT_DIGITS
 
 /* One number of a document, as written in the input. */
 typedef struct vw_jnum {
@@ -48,16 +49,13 @@ typedef struct vw_jnum {
     double value; /* Python float(lexeme): +-inf on overflow, NaN for NaN */
 } vw_jnum;
 
-typedef enum vw_json_fail {
-    VW_JSON_SYNTAX = 1, /* not JSON (Python: JSONDecodeError / ValueError) */
-    VW_JSON_SURROGATE,  /* valid JSON with an unpaired \uD800-\uDFFF escape */
-} vw_json_fail;
-
-typedef struct vw_json_error {
-    vw_json_fail kind;
-    size_t offset; /* byte offset into the input */
-    char msg[200]; /* e.g. "Expecting ',' delimiter" (no "JSON decode error: " prefix) */
-} vw_json_error;
+/* A parse failure is the front door's check (pyjson.h): kind SYNTAX (not
+ * JSON: offset + CPython's message) or SURROGATE (valid JSON with an unpaired
+ * surrogate). An object key holding U+0000 is the one SYNTAX that jansson
+ * reports (its message, without the quote of the input). */
+typedef vw_pyjson_check vw_json_error;
+#define VW_JSON_SYNTAX VW_PYJSON_SYNTAX
+#define VW_JSON_SURROGATE VW_PYJSON_SURROGATE
 
 typedef struct vw_json_doc vw_json_doc;
 

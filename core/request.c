@@ -36,17 +36,14 @@ void vw_request_free(vw_request *req) {
     free(req);
 }
 
-static vw_status syntax_reject(vw_errlist *d, const vw_json_error *je) {
-    char msg[256];
-    if (je->kind == VW_JSON_SURROGATE)
-        return reject(d, NULL, je->msg, VW_ET_JSON_INVALID);
-    snprintf(msg, sizeof msg, "JSON decode error: %s", je->msg);
+/* Appends a front-door row (pyjson.h): loc ["body"] or ["body", offset]. */
+static vw_status body_reject(vw_errlist *d, const vw_body_reject *r) {
     vw_loc loc = {0};
     vw_status s = vw_loc_add_str(&loc, "body", 4);
+    if (!s && r->offset >= 0)
+        s = vw_loc_add_int(&loc, r->offset);
     if (!s)
-        s = vw_loc_add_int(&loc, (int64_t)je->offset);
-    if (!s)
-        s = vw_errlist_add(d, &loc, msg, VW_ET_JSON_INVALID);
+        s = vw_errlist_add(d, &loc, r->msg, r->type);
     vw_loc_free(&loc);
     return s;
 }
@@ -211,29 +208,22 @@ vw_status vw_request_admit(const vw_admit_cfg *cfg, const char *body, size_t len
     vw_json_doc *doc = NULL;
     vw_request *req = NULL;
     vw_status s = VW_OK;
-    if (cfg->max_request_bytes && len > cfg->max_request_bytes) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "the request body exceeds %zu bytes", cfg->max_request_bytes);
-        *status = 413;
-        s = reject(detail, NULL, msg, VW_ET_TOO_LONG);
+    vw_body_reject rej;
+    if (vw_body_too_long(len, cfg->max_request_bytes, &rej)) {
+        *status = rej.status;
+        s = body_reject(detail, &rej);
         goto done;
     }
+    /* One pass decides acceptance (CPython's messages) and builds the tree. */
     vw_json_error je;
     s = vw_json_parse(body, len, &doc, &je);
-    if (s == VW_EINVAL) {
-        *status = 400;
-        s = syntax_reject(detail, &je);
+    if ((s == VW_OK || s == VW_EINVAL) && vw_body_reject_of(&je, &rej)) {
+        *status = rej.status;
+        s = body_reject(detail, &rej);
         goto done;
     }
     if (s)
         goto done;
-    if (!json_is_object(vw_json_root(doc))) {
-        *status = 400;
-        s = reject(detail, NULL,
-                   "Input should be a valid dictionary or object to extract fields from",
-                   VW_ET_MODEL_ATTRIBUTES);
-        goto done;
-    }
     if (!(req = calloc(1, sizeof *req))) {
         s = VW_ENOMEM;
         goto done;

@@ -145,8 +145,15 @@ Test(canonical_json, decision4_errors) {
     je = parse_error("{\"a\":\"\xC3\x28\"}", 9);
     cr_expect_eq(je.offset, 6);
     cr_expect_eq(je.kind, VW_JSON_SYNTAX);
-    je = parse_error("{\"a\":\"\xED\xA0\x80\"}", 10); /* UTF-8-encoded surrogate */
+    /* A UTF-8-encoded surrogate decodes (surrogatepass, as json.loads(bytes)) and
+     * is then an unpaired surrogate; cut short, the syntax error comes first. */
+    je = parse_error("{\"a\":\"\xED\xA0\x80\"}", 11);
+    cr_expect_eq(je.kind, VW_JSON_SURROGATE);
     cr_expect_eq(je.offset, 6);
+    je = parse_error("{\"a\":\"\xED\xA0\x80\"}", 10);
+    cr_expect_eq(je.kind, VW_JSON_SYNTAX);
+    cr_expect_eq(je.offset, 10);
+    cr_expect_str_eq(je.msg, "Expecting ',' delimiter");
     je = parse_error("[\"x\\ud800\"]", 11);
     cr_expect_eq(je.kind, VW_JSON_SURROGATE);
     cr_expect_str_eq(je.msg, "the request contains an unpaired surrogate");
@@ -185,7 +192,8 @@ Test(canonical_json, depth_limit_is_1000) {
     s = nested(1001, &len);
     vw_json_error je = parse_error(s, len);
     cr_expect_eq(je.offset, 1000);
-    cr_expect(strstr(je.msg, "1000") != NULL);
+    cr_expect_str_eq(je.msg, "maximum recursion depth exceeded while decoding a JSON array from a "
+                             "unicode string");
     free(s);
 }
 

@@ -163,28 +163,42 @@ def _int(lexeme: str):
     return int(lexeme)
 
 
+def _recursion_message(bracket: str) -> str:
+    """CPython's own RecursionError text for nesting `bracket` too deep (the
+    contract fixes the depth at 1000; Python's limit depends on the stack)."""
+    deep = "[" * 100000 if bracket == "[" else '{"a":' * 100000
+    try:
+        json.loads(deep)
+    except RecursionError as e:
+        return str(e)
+    raise AssertionError("json.loads accepted 100000 nested containers")
+
+
 def load_body(body: bytes):
-    """json.loads with Decision 4 (only the error classes the goldens use)."""
+    """Python's json.loads(bytes) with Decision 4 (the error classes the goldens
+    use): UTF-8 only, decoded as json.loads decodes bytes ('surrogatepass'), a
+    BOM refused, nesting fixed at 1000; CPython's own messages, offsets in bytes."""
     def bad(offset, msg):
         raise Reject(400, [triple(["body", offset], "JSON decode error: " + msg, "json_invalid")])
+
+    def at(pos):
+        return len(text[:pos].encode("utf-8", "surrogatepass"))
     if body.startswith(b"\xef\xbb\xbf"):
         bad(0, "Unexpected UTF-8 BOM (decode using utf-8-sig)")
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as e:
-        bad(e.start, f"'utf-8' codec can't decode byte 0x{body[e.start]:02x} in position {e.start}")
+        bad(e.start, str(e))
     deep = _depth_error(text)
     if deep is not None:
-        bad(len(text[:deep].encode()), "nesting deeper than 1000")
+        bad(at(deep), _recursion_message(text[deep]))
     try:
-        value = json.loads(text, parse_int=_int)
-    except ValueError as e:
-        pos = getattr(e, "pos", None)
-        if pos is None:  # the digit limit: find the number
-            m = re.search(r"-?\d{4301,}", text)
-            pos = m.start()
-            bad(len(text[:pos].encode()), str(e))
-        bad(len(text[:pos].encode()), e.msg)
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        bad(at(e.pos), e.msg)
+    except ValueError as e:  # int()'s digit limit carries no position: find the number
+        m = re.search(r"-?\d{4301,}", text)
+        bad(at(m.start()), str(e))
     if _has_surrogate(value):
         raise Reject(400, [triple(["body"], "the request contains an unpaired surrogate", "json_invalid")])
     return value

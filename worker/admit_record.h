@@ -1,22 +1,15 @@
 /* admit_record.h — what the worker checks and adds around any processor.
  *
- * Checks, in this order, before a processor sees a record
- * (worker-contract.md "Decisions" 4-5; docs/worker.md has the full table):
+ * Before a processor sees a record the worker answers the front-door rows of
+ * core/pyjson.h (docs/rejections.md R1-R9, one table for every entry point):
  *   413 too_long               ["body"]              the value is larger than
  *                                                    limits.max_request_bytes
- *   400 json_invalid           ["body", <byte off>]  "JSON decode error: <Python's
- *                                                    message>": UTF-8 BOM, invalid
- *                                                    UTF-8, any json.loads syntax
- *                                                    error, an integer over 4,300
- *                                                    digits, nesting deeper than 1,000
+ *   400 json_invalid           ["body", <byte off>]  "JSON decode error: <CPython's
+ *                                                    message>"
  *   400 json_invalid           ["body"]              the request contains an
  *                                                    unpaired surrogate
  *   400 model_attributes_type  ["body"]              not a JSON object
- * Messages are CPython 3.11's: json.decoder / Modules/_json.c texts for syntax
- * errors, the UnicodeDecodeError text of the 'utf-8' codec (with the
- * surrogatepass handler json.loads uses on bytes) for bad bytes, the ValueError
- * of int() for long integers, the RecursionError text for deep nesting. Offsets
- * are bytes into the record value (Python reports code points for syntax errors).
+ * The checker is core's (vw_pyjson_validate); nothing is re-implemented here.
  *
  * It also derives the request id, writes the result value (request_id and source
  * first), checks a reply-topic against the allow-list, and builds rejection
@@ -32,6 +25,7 @@
 
 #include "config.h"
 #include "processor.h"
+#include "pyjson.h" /* vw_pyjson_validate: the checker these rows come from */
 #include "vw_status.h"
 
 /* Header names of the record contract. */
@@ -42,22 +36,6 @@
 #define VW_HDR_SOURCE "source"
 #define VW_HDR_ERROR "vela-error"           /* DLQ: why the record has no result */
 #define VW_HDR_ERROR_TYPE "vela-error-type" /* DLQ: the stable error type */
-
-typedef enum vw_pyjson_kind {
-    VW_PYJSON_OK = 0,
-    VW_PYJSON_SYNTAX,    /* json.loads would raise; offset + msg */
-    VW_PYJSON_SURROGATE, /* parses, but a string holds an unpaired surrogate */
-} vw_pyjson_kind;
-
-typedef struct vw_pyjson_check {
-    vw_pyjson_kind kind;
-    bool is_object; /* VW_PYJSON_OK: the top-level value is an object */
-    size_t offset;  /* VW_PYJSON_SYNTAX: byte offset */
-    char msg[256];  /* VW_PYJSON_SYNTAX: Python's message, without the prefix */
-} vw_pyjson_check;
-
-/* Checks len bytes as Python's json.loads(bytes) would (UTF-8 only). */
-void vw_pyjson_validate(const char *buf, size_t len, vw_pyjson_check *out);
 
 /* The worker-level checks above. On VW_OK, *rejected says whether the record was
  * rejected; if so, *out is a finished RECORD result (400/413) whose value is
