@@ -3,6 +3,9 @@
  * tools/make_json_error_vectors.py), every worker-level rejection triple, the
  * request id rule, the result value and the reply-topic allow-list. */
 #include "admit_record.h"
+#include "json_in.h"
+#include "proc_test.h"
+#include "request.h"
 #include "vw_test.h"
 
 #include <criterion/criterion.h>
@@ -229,4 +232,64 @@ Test(admit_record, reply_topic_allow_list) {
     cr_assert_null(vw_reply_topic(&cfg, "evil", 4));
     cr_assert_null(vw_reply_topic(&cfg, "eva", 3));
     cr_assert_null(vw_reply_topic(&cfg, NULL, 0));
+}
+
+/* One front door: on every CPython vector, core's parser (vw_json_parse, used by
+ * `score`, `plan` and the model processor) fails exactly as the checker, and
+ * core admission (vw_request_admit) answers the worker's triple. */
+Test(admit_record, core_admission_agrees_on_vectors) {
+    char *path = vw_test_path("fixtures/json_errors/cases.jsonl");
+    size_t len = 0;
+    char *text = vw_test_read_file(path, &len);
+    cr_assert_not_null(text, "missing %s: run tools/make_json_error_vectors.py", path);
+    vw_admit_cfg *cfg = proc_cfg("bundle");
+    int cases = 0, bad = 0, rejected = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        json_t *c = json_loads(line, 0, NULL);
+        const char *hex = json_string_value(json_object_get(c, "hex"));
+        char *buf = malloc(strlen(hex) / 2 + 1);
+        size_t n = unhex(hex, buf);
+        vw_pyjson_check chk;
+        vw_pyjson_validate(buf, n, &chk);
+        vw_json_doc *doc = NULL;
+        vw_json_error je;
+        vw_status st = vw_json_parse(buf, n, &doc, &je);
+        int ok = chk.kind == VW_PYJSON_OK ? st == VW_OK
+                                          : st == VW_EINVAL && je.kind == chk.kind &&
+                                                je.offset == chk.offset && !strcmp(je.msg, chk.msg);
+        vw_json_free(doc);
+        /* the worker's rejection vs core admission's detail */
+        vw_record rec = {.topic = "t", .value = buf, .value_len = n, .request_id = "r"};
+        vw_result r = {0};
+        bool rej = false;
+        cr_assert_eq(vw_admit_check(&rec, 1 << 20, &rej, &r, NULL), VW_OK);
+        vw_request *req = NULL;
+        vw_errlist d = {0};
+        int status = 0;
+        cr_assert_eq(vw_request_admit(cfg, buf, n, &req, &status, &d, NULL), VW_OK);
+        if (rej) {
+            rejected++;
+            char *dj = proc_detail_json(&d);
+            char want[512];
+            snprintf(want, sizeof want, "{\"status\":%d,\"detail\":%s}", status, dj);
+            ok = ok && status == r.vela_status && !strcmp(want, r.value);
+            if (!ok && bad < 10)
+                cr_log_error("case %d: worker %s, core %s", cases, r.value, want);
+            free(dj);
+        }
+        bad += !ok;
+        vw_request_free(req);
+        vw_errlist_free(&d);
+        vw_result_clear(&r);
+        free(buf);
+        json_decref(c);
+        cases++;
+    }
+    vw_admit_cfg_free(cfg);
+    free(text);
+    free(path);
+    cr_log_info("%d vectors (%d rejected), %d disagreements", cases, rejected, bad);
+    cr_assert_gt(rejected, 1000);
+    cr_assert_eq(bad, 0, "%d of %d vectors: core and worker disagree", bad, cases);
 }
