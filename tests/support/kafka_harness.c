@@ -213,13 +213,19 @@ void vw_kh_dump_log(const vw_kh_proc *p) {
 }
 
 int vw_kh_broker_start(const char *topics, vw_kh_broker *b) {
+    return vw_kh_broker_start_n(topics, 1, b);
+}
+
+int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
     int fds[2];
     vw_kh_proc p;
+    char nb[16];
     memset(b, 0, sizeof *b);
     b->control_fd = -1;
     if (pipe(fds))
         return -1;
-    char *args[] = {"broker", "--topics", (char *)topics, "--control", NULL};
+    snprintf(nb, sizeof nb, "%d", n_brokers);
+    char *args[] = {"broker", "--topics", (char *)topics, "--brokers", nb, "--control", NULL};
     int rc = spawn("broker", args, NULL, fds[0], &p);
     close(fds[0]);
     if (rc) {
