@@ -13,25 +13,73 @@
 
 /* ---- rejections and result values ------------------------------------- */
 
+size_t vw_fmt_i64(char *buf, int64_t v) {
+    char tmp[24];
+    size_t n = 0, len = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[len++] = '-';
+    while (n)
+        buf[len++] = tmp[--n];
+    buf[len] = 0;
+    return len;
+}
+
+static void put_i64(vw_sbuf *sb, int64_t v) {
+    char num[24];
+    vw_sbuf_put(sb, num, vw_fmt_i64(num, v));
+}
+
+/* A JSON string as vw_canon_string writes it. Plain ASCII without '"', '\\' or
+ * control bytes (ids, topics, most messages) is its own escape: copied whole
+ * instead of byte by byte. Anything else goes through vw_canon_string. */
+static void put_str(vw_sbuf *sb, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7F || c == '"' || c == '\\') {
+            vw_canon_string(sb, s, n);
+            return;
+        }
+    }
+    vw_sbuf_put(sb, "\"", 1);
+    vw_sbuf_put(sb, s, n);
+    vw_sbuf_put(sb, "\"", 1);
+}
+
+/* An sbuf with room for cap bytes up front: the result values are built once
+ * per record, and doubling from 64 bytes costs two or three reallocs each. */
+static vw_sbuf sbuf_with(size_t cap) {
+    vw_sbuf sb = {0};
+    if ((sb.p = malloc(cap)))
+        sb.cap = cap;
+    return sb;
+}
+
 /* {"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]}, the
  * shape errlist.h writes, built in one buffer (this runs once per rejected
- * record). r->err.type names the rejection type for the metrics. */
+ * record; no snprintf: see vw_fmt_i64). r->err.type names the rejection type
+ * for the metrics. */
 static vw_status one_triple(vw_result *out, int status, int64_t offset, const char *msg,
                             const char *type, vw_err *err) {
-    char head[96];
-    int n = offset >= 0
-                ? snprintf(head, sizeof head,
-                           "{\"status\":%d,\"detail\":[{\"loc\":[\"body\",%lld],\"msg\":", status,
-                           (long long)offset)
-                : snprintf(head, sizeof head,
-                           "{\"status\":%d,\"detail\":[{\"loc\":[\"body\"],\"msg\":", status);
-    vw_sbuf sb = {0};
-    vw_sbuf_put(&sb, head, (size_t)n);
-    vw_canon_string(&sb, msg, strlen(msg));
+    size_t msg_len = strlen(msg), type_len = strlen(type);
+    vw_sbuf sb = sbuf_with(96 + 2 * msg_len + type_len);
+    vw_sbuf_puts(&sb, "{\"status\":");
+    put_i64(&sb, status);
+    vw_sbuf_puts(&sb, ",\"detail\":[{\"loc\":[\"body\"");
+    if (offset >= 0) {
+        vw_sbuf_put(&sb, ",", 1);
+        put_i64(&sb, offset);
+    }
+    vw_sbuf_puts(&sb, "],\"msg\":");
+    put_str(&sb, msg, msg_len);
     vw_sbuf_puts(&sb, ",\"type\":\"");
-    vw_sbuf_puts(&sb, type);
+    vw_sbuf_put(&sb, type, type_len);
     vw_sbuf_puts(&sb, "\"}]}");
-    if (vw_sbuf_status(&sb)) {
+    if (vw_sbuf_status(&sb) || !sb.p) {
         vw_sbuf_free(&sb);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rejection record");
     }
@@ -39,7 +87,10 @@ static vw_status one_triple(vw_result *out, int status, int64_t offset, const ch
     out->kind = VW_RESULT_RECORD;
     out->vela_status = status;
     out->value = vw_sbuf_take(&sb, &out->value_len);
-    snprintf(out->err.type, sizeof out->err.type, "%s", type);
+    if (type_len >= sizeof out->err.type)
+        type_len = sizeof out->err.type - 1;
+    memcpy(out->err.type, type, type_len);
+    out->err.type[type_len] = 0;
     return VW_OK;
 }
 
@@ -70,7 +121,16 @@ char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const 
 }
 
 void vw_source_string(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset) {
-    snprintf(buf, cap, "%s:%d:%lld", topic, (int)partition, (long long)offset);
+    size_t t = strlen(topic);
+    if (cap < t + 48) { /* rare: a topic name near the buffer size */
+        snprintf(buf, cap, "%s:%d:%lld", topic, (int)partition, (long long)offset);
+        return;
+    }
+    memcpy(buf, topic, t);
+    buf[t++] = ':';
+    t += vw_fmt_i64(buf + t, partition);
+    buf[t++] = ':';
+    vw_fmt_i64(buf + t, offset);
 }
 
 vw_status vw_result_value(const vw_result *r, const vw_record *rec, char **out, size_t *out_len,
@@ -85,23 +145,26 @@ vw_status vw_result_value(const vw_result *r, const vw_record *rec, char **out, 
     size_t rest = i + 1, j = rest;
     while (j < n && (v[j] == ' ' || v[j] == '\t' || v[j] == '\n' || v[j] == '\r'))
         j++;
-    char nums[96];
-    int nn =
-        rec->timestamp >= 0
-            ? snprintf(nums, sizeof nums, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":%lld}",
-                       (int)rec->partition, (long long)rec->offset, (long long)rec->timestamp)
-            : snprintf(nums, sizeof nums, ",\"partition\":%d,\"offset\":%lld,\"timestamp\":null}",
-                       (int)rec->partition, (long long)rec->offset);
-    vw_sbuf sb = {0};
+    size_t id_len = strlen(rec->request_id), topic_len = strlen(rec->topic);
+    vw_sbuf sb = sbuf_with(128 + 2 * (id_len + topic_len) + n);
     vw_sbuf_puts(&sb, "{\"request_id\":");
-    vw_canon_string(&sb, rec->request_id, strlen(rec->request_id));
+    put_str(&sb, rec->request_id, id_len);
     vw_sbuf_puts(&sb, ",\"source\":{\"topic\":");
-    vw_canon_string(&sb, rec->topic, strlen(rec->topic));
-    vw_sbuf_put(&sb, nums, (size_t)nn);
+    put_str(&sb, rec->topic, topic_len);
+    vw_sbuf_puts(&sb, ",\"partition\":");
+    put_i64(&sb, rec->partition);
+    vw_sbuf_puts(&sb, ",\"offset\":");
+    put_i64(&sb, rec->offset);
+    vw_sbuf_puts(&sb, ",\"timestamp\":");
+    if (rec->timestamp >= 0)
+        put_i64(&sb, rec->timestamp);
+    else
+        vw_sbuf_puts(&sb, "null");
+    vw_sbuf_put(&sb, "}", 1);
     if (j < n && v[j] != '}')
         vw_sbuf_puts(&sb, ",");
     vw_sbuf_put(&sb, v + rest, n - rest);
-    if (vw_sbuf_status(&sb)) {
+    if (vw_sbuf_status(&sb) || !sb.p) {
         vw_sbuf_free(&sb);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "result value");
     }

@@ -125,10 +125,10 @@ static void produce_one(struct vw_worker *w, vw_item *it) {
                     it->result.err.msg);
         return;
     }
-    char status[8];
-    snprintf(status, sizeof status, "%d", it->result.vela_status);
+    char status[24];
+    size_t status_len = vw_fmt_i64(status, it->result.vela_status);
     rd_kafka_headers_t *h = base_headers(w, it);
-    add_header(h, VW_HDR_STATUS, status, strlen(status));
+    add_header(h, VW_HDR_STATUS, status, status_len);
     for (size_t i = 0; i < it->result.n_headers; i++)
         add_header(h, it->result.headers[i].name, it->result.headers[i].value,
                    it->result.headers[i].value_len);

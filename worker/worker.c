@@ -113,11 +113,11 @@ static void *executor_main(void *arg) {
 
 /* ---- admission ------------------------------------------------------------ */
 
-static void header(const rd_kafka_message_t *m, const char *name, const void **v, size_t *len) {
-    rd_kafka_headers_t *h = NULL;
+/* The last value of header name in h (NULL h: the record has none). */
+static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
     *v = NULL;
     *len = 0;
-    if (rd_kafka_message_headers(m, &h) || rd_kafka_header_get_last(h, name, v, len))
+    if (!h || rd_kafka_header_get_last(h, name, v, len))
         *v = NULL;
 }
 
@@ -149,8 +149,11 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     it->epoch = epoch;
     it->timestamp = rd_kafka_message_timestamp(m, &tstype);
     it->admitted_ms = vw_now_ms();
-    header(m, VW_HDR_REQUEST_ID, &hid, &hid_len);
-    header(m, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
+    rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
+    if (rd_kafka_message_headers(m, &hdrs))
+        hdrs = NULL;
+    header(hdrs, VW_HDR_REQUEST_ID, &hid, &hid_len);
+    header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
     it->request_id =
         vw_request_id(w->topic, m->partition, m->offset, hid, hid_len, m->key, m->key_len);
     it->key = m->key ? dup_bytes(m->key, m->key_len) : NULL;
