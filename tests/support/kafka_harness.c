@@ -159,8 +159,13 @@ int vw_kh_count_log(const vw_kh_proc *p, const char *needle) {
     return n;
 }
 
+/* WNOWAIT: a process that exited stays waitable, so vw_kh_stop still gets
+ * its exit status after a wait that saw it die. */
 static int alive(const vw_kh_proc *p) {
-    return p->pid > 0 && kill(p->pid, 0) == 0 && waitpid(p->pid, NULL, WNOHANG) == 0;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return p->pid > 0 && kill(p->pid, 0) == 0 &&
+           waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
 int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms) {
