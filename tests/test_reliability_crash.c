@@ -143,18 +143,24 @@ Test(reliability_crash, real_pipeline_after_produce) {
     free(bundle);
 }
 
-/* kill -9 at random moments (seeded) while 3,000 requests flow over 4
- * partitions; 2 kills, each followed by a restart after the session timeout.
- * Duplicates are bounded by what was admitted or acknowledged-but-uncommitted
- * at each kill: <= max_in_flight (64) + one commit interval, asserted as
- * 2 x 128. */
-Test(reliability_crash, kill9_soak_ci) {
+/* Environment size knob (scripts/soak): the number in `name`, or dflt. */
+static size_t env_size(const char *name, size_t dflt) {
+    const char *v = getenv(name);
+    return v && atol(v) > 0 ? (size_t)atol(v) : dflt;
+}
+
+/* kill -9 at random moments (seeded) while requests flow over 4 partitions,
+ * each kill followed by a restart after the session timeout. CI: 3,000
+ * requests, 2 kills; scripts/soak: VW_SOAK_REQUESTS=20000 VW_SOAK_KILLS=3.
+ * Duplicates per kill are bounded by what was admitted or acknowledged but
+ * uncommitted: <= max_in_flight (64) + one commit interval, asserted as 128. */
+Test(reliability_crash, kill9_soak) {
     vw_kh_broker b;
     vw_kh_proc w;
     char cfg[256];
-    const size_t n = 3000;
+    const size_t n = env_size("VW_SOAK_REQUESTS", 3000), kills = env_size("VW_SOAK_KILLS", 2);
     cr_assert_eq(vw_kh_broker_start(TOPICS, &b), 0);
-    cr_assert_eq(vw_kh_write_config(&b, "soak-ci",
+    cr_assert_eq(vw_kh_write_config(&b, "soak",
                                     "batching: {max_tokens: 100000, max_requests: 32, "
                                     "max_wait_ms: 5}\nlimits: {max_in_flight: 64}\n"
                                     "delivery: {commit_interval_ms: 20}\n",
@@ -163,8 +169,7 @@ Test(reliability_crash, kill9_soak_ci) {
     cr_assert_eq(vw_rel_produce(b.bootstrap, 0, n, 4, "r", VW_REL_ECHO_VALUE), 0);
     char *env[] = {"VW_TEST_ECHO_DELAY_MS=20", NULL};
     srand(9);
-    int64_t recover = 0;
-    for (int kill_no = 0; kill_no < 2; kill_no++) {
+    for (size_t kill_no = 0; kill_no < kills; kill_no++) {
         cr_assert_eq(vw_kh_worker_start("soak", cfg, env, &w), 0);
         cr_assert_eq(vw_kh_wait_log(&w, "partition assigned", 30000), 0);
         vw_kh_sleep_ms(500 + rand() % 1500);
@@ -173,11 +178,13 @@ Test(reliability_crash, kill9_soak_ci) {
     }
     int64_t t0 = vw_kh_now_ms();
     cr_assert_eq(vw_kh_worker_start("soak-final", cfg, env, &w), 0);
-    vw_rel_report r = vw_rel_collect(b.bootstrap, "results", "r", n, 180000);
-    recover = vw_kh_now_ms() - t0;
-    int committed = vw_rel_committed_at_end(b.bootstrap, "soak-ci", "requests", 4, 30000);
+    vw_rel_report r = vw_rel_collect(b.bootstrap, "results", "r", n, 600000);
+    int64_t recover = vw_kh_now_ms() - t0;
+    int committed = vw_rel_committed_at_end(b.bootstrap, "soak", "requests", 4, 30000);
     cr_assert_eq(vw_kh_stop(&w, SIGTERM, 30000), 0);
     vw_kh_broker_stop(&b);
-    check("kill9_soak_ci", &r, 2 * 128, recover);
+    char name[64];
+    snprintf(name, sizeof name, "kill9_soak_%zu_%zukills", n, kills);
+    check(name, &r, kills * 128, recover);
     cr_assert_eq(committed, 0);
 }
