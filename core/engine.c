@@ -393,6 +393,23 @@ static vw_status answer_plan(vw_engine *e, const vw_plan *p, const vw_plan_exec_
     return st;
 }
 
+/* One executor call over trees[0..n); when the executor answers VW_ETRANSIENT
+ * (the batch does not fit, e.g. a device arena) the trees run in two halves,
+ * recursively, each writing its own contiguous rows. A single tree that still
+ * does not fit returns VW_ETRANSIENT to the caller. */
+static vw_status forward_split(vw_engine *e, const vw_tree *trees, size_t n, float *rows,
+                               vw_err *err) {
+    vw_status st = vw_executor_forward(e->ex, trees, n, rows, err);
+    if (st != VW_ETRANSIENT || n < 2)
+        return st;
+    size_t half = n / 2;
+    st = forward_split(e, trees, half, rows, err);
+    if (st == VW_OK)
+        st = forward_split(e, trees + half, n - half,
+                           rows + vw_trees_readout_count(trees, half) * e->ex->hidden, err);
+    return st;
+}
+
 vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf *out,
                           vw_err *err) {
     vw_plan_exec_out *x = calloc(n ? n : 1, sizeof *x);
@@ -415,7 +432,7 @@ vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf
             for (size_t t = 0; t < x[i].n_trees; t++)
                 trees[k++] = x[i].trees[t];
         if (st == VW_OK)
-            st = vw_executor_forward(e->ex, trees, n_trees, rows, err);
+            st = forward_split(e, trees, n_trees, rows, err);
     }
     for (size_t i = 0; st == VW_OK && i < n; i++) {
         size_t nq = plans[i]->req->n;

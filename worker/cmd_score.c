@@ -15,11 +15,12 @@
 #include "engine.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--jsonl] [--batch N]\n"
-            "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
-            "  prints one envelope or rejection record per request, in input order.\n"
-            "  --batch N: requests per executor call with --jsonl (default 16)\n");
+    fprintf(f, "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--precision "
+               "auto|fp32|bf16]\n"
+               "                          [--jsonl] [--batch N]\n"
+               "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
+               "  prints one envelope or rejection record per request, in input order.\n"
+               "  --batch N: requests per executor call with --jsonl (default 16)\n");
 }
 
 /* One input request and what it became. */
@@ -70,21 +71,22 @@ static vw_status plan_one(vw_engine *e, const char *body, size_t len, pending *i
     return st;
 }
 
-static int run(const char *bundle, const char *device, int jsonl, size_t batch) {
+static int run(const char *bundle, const char *device, const char *precision, int jsonl,
+               size_t batch) {
     vw_err err = {0};
     vw_engine_opts opts = {.noul_calibration = -1};
     vw_engine *e = NULL;
-    char chosen[320];
+    vw_device_choice dc;
     size_t len = 0, n = 0;
     char *body = NULL;
     pending *items = calloc(batch, sizeof *items);
     vw_status st = items ? VW_OK : VW_FAIL(&err, VW_ENOMEM, "out_of_memory", "batch");
     if (st == VW_OK)
-        st = vw_device_select(device, &opts, chosen, sizeof chosen, &err);
+        st = vw_device_select(device, precision, 0, &dc, &opts, &err);
     if (st == VW_OK)
         st = vw_engine_open(bundle, &opts, &e, &err);
     if (st == VW_OK) {
-        fprintf(stderr, "vela-worker score: model %s on %s\n", vw_engine_model(e), chosen);
+        fprintf(stderr, "vela-worker score: model %s on %s\n", vw_engine_model(e), dc.chosen);
         body = vw_read_stdin(&len);
         if (!body)
             st = VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
@@ -125,7 +127,7 @@ static int run(const char *bundle, const char *device, int jsonl, size_t batch) 
 }
 
 int vw_cmd_score(int argc, char **argv) {
-    const char *bundle = NULL, *device = "auto";
+    const char *bundle = NULL, *device = "auto", *precision = "auto";
     int jsonl = 0;
     long batch = 16;
     for (int i = 1; i < argc; i++) {
@@ -136,6 +138,8 @@ int vw_cmd_score(int argc, char **argv) {
             bundle = argv[++i];
         } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             device = argv[++i];
+        } else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            precision = argv[++i];
         } else if (!strcmp(argv[i], "--jsonl")) {
             jsonl = 1;
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
@@ -154,5 +158,5 @@ int vw_cmd_score(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    return run(bundle, device, jsonl, (size_t)batch);
+    return run(bundle, device, precision, jsonl, (size_t)batch);
 }

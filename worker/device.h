@@ -1,8 +1,14 @@
-/* device.h — `--device auto|cpu|cuda`: which executor backs the engine.
- * auto picks CUDA when this build has the CUDA backend and a GPU is present,
- * else the CPU reference; the choice is returned for logging.
- * Errors: VW_EUNSUPPORTED for cuda without a CUDA build or without a device;
- * VW_EINVAL for an unknown name. Thread-safety: no shared state. */
+/* device.h — `--device auto|cpu|cuda` and `--precision auto|fp32|bf16`: which
+ * executor backs the engine. auto picks CUDA when this build has the CUDA
+ * backend and a GPU is present, else the CPU reference; the choice is written
+ * into dc->chosen for logging.
+ * Precision: the CPU reference is FP32 only (auto = fp32); CUDA runs BF16
+ * weights/activations with FP32 accumulation (auto = bf16) or FP32 (fp32, TF32
+ * off, for parity runs).
+ * Errors: VW_EUNSUPPORTED for cuda without a CUDA build or without a device, or
+ * a precision the chosen device cannot run; VW_EINVAL for an unknown name.
+ * Ownership: dc is the factory's context: it must outlive vw_engine_open.
+ * Thread-safety: no shared state. */
 #ifndef VW_DEVICE_H
 #define VW_DEVICE_H
 
@@ -10,9 +16,16 @@
 
 #include "engine.h"
 
-/* Fills opts->make_executor/make_ctx for `device`; writes the resolved device
- * ("cpu" or "cuda", plus the GPU's name) into chosen. */
-vw_status vw_device_select(const char *device, vw_engine_opts *opts, char *chosen,
-                           size_t chosen_len, vw_err *err);
+typedef struct vw_device_choice {
+    char chosen[320];  /* "cpu", "cuda: <GPU name> bf16", ... */
+    int cuda;          /* 1: the CUDA executor */
+    int fp32;          /* CUDA: FP32 mode */
+    size_t max_tokens; /* CUDA: rows of one forward call (arena size); 0: default */
+} vw_device_choice;
+
+/* Fills opts->make_executor/make_ctx (= dc) for device and precision (NULL =
+ * auto). max_tokens sizes the CUDA arena (the batcher's token budget). */
+vw_status vw_device_select(const char *device, const char *precision, size_t max_tokens,
+                           vw_device_choice *dc, vw_engine_opts *opts, vw_err *err);
 
 #endif

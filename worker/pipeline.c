@@ -9,6 +9,7 @@
 
 typedef struct pipeline {
     vw_engine *engine;
+    vw_device_choice device; /* the executor factory's context */
     const vw_log *log;
 } pipeline;
 
@@ -118,10 +119,6 @@ vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor
                            vw_err *err) {
     *out = NULL;
     vw_engine_opts opts = {.noul_calibration = -1};
-    char chosen[320];
-    vw_status st = vw_device_select(cfg->model.device, &opts, chosen, sizeof chosen, err);
-    if (st != VW_OK)
-        return st;
     pipeline *pl = calloc(1, sizeof *pl);
     vw_processor *p = calloc(1, sizeof *p);
     if (!pl || !p) {
@@ -130,14 +127,17 @@ vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "pipeline");
     }
     pl->log = log;
-    st = vw_engine_open(cfg->model.bundle, &opts, &pl->engine, err);
+    vw_status st = vw_device_select(cfg->model.device, cfg->model.precision,
+                                    (size_t)cfg->batching.max_tokens, &pl->device, &opts, err);
+    if (st == VW_OK)
+        st = vw_engine_open(cfg->model.bundle, &opts, &pl->engine, err);
     if (st != VW_OK) {
         free(pl);
         free(p);
         return st;
     }
     VW_LOG(log, VW_LOG_INFO, "pipeline", "model loaded model=%s device=%s bundle=%s",
-           vw_engine_model(pl->engine), chosen, cfg->model.bundle);
+           vw_engine_model(pl->engine), pl->device.chosen, cfg->model.bundle);
     p->ops = &pipeline_ops;
     p->impl = pl;
     *out = p;
