@@ -155,7 +155,7 @@ static vw_status parse_length_rule(vw_cal *cal, vw_err *err) {
     for (size_t i = 0; i < n; i++) {
         const json_t *an = json_array_get(a, i);
         char path[96];
-        double nt, th;
+        double nt = 0.0, th = 0.0;
         snprintf(path, sizeof path, "pii_length_rule.anchors[%zu].n_tokens", i);
         if (get_positive(json_object_get(an, "n_tokens"), path, &nt, err) != VW_OK)
             return VW_EINVAL;

@@ -288,7 +288,7 @@ static vw_status check_post(const json_t *p, int depth, vw_err *err) {
     if (!strcmp(ty, "TemplateProcessing") || !strcmp(ty, "BertProcessing"))
         return VW_OK; /* they only add special tokens; encode runs without them */
     if (!strcmp(ty, "ByteLevel") || !strcmp(ty, "RobertaProcessing")) {
-        bool trim;
+        bool trim = false;
         vw_status rc = get_bool(p, "trim_offsets", !strcmp(ty, "RobertaProcessing"), &trim,
                                 "post_processor", err);
         if (rc)

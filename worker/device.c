@@ -49,6 +49,8 @@ vw_status vw_device_select(const char *device, const char *precision, size_t max
     int n_gpu = 0;
 #ifdef VW_HAVE_CUDA
     n_gpu = vw_cuda_device_count(gpu, sizeof gpu);
+#else
+    (void)gpu;
 #endif
     if (is(device, "cuda") && n_gpu == 0)
         return VW_FAIL(err, VW_EUNSUPPORTED, "no_cuda", "device cuda: %s",
