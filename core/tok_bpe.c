@@ -258,7 +258,7 @@ static void cache_put(tok_cache *c, uint64_t h, const char *k, size_t len,
 vw_status tok_bpe_init_tables(tok_bpe *b) {
     for (uint32_t cp = 0; cp < 0x800; cp++) {
         char u[4];
-        size_t n = tok_utf8_put(cp, u);
+        size_t n = vw_utf8_put(cp, u);
         b->small_id[cp] = (cp >= 0xD800 && cp < 0xE000) ? -1 : tok_vocab_get(&b->vocab, u, n);
     }
     for (int i = 0; i < 256; i++) {

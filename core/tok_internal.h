@@ -21,6 +21,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "pystr.h"
 #include "tokenizer.h"
 #include "vw_status.h"
 
@@ -43,8 +44,7 @@ typedef struct tok_span {
 vw_status tok_utf8_decode(const char *s, size_t len, uint32_t **cps, size_t *cap, size_t *n,
                           size_t *bad_at, vw_err *err);
 
-/* Writes the UTF-8 form of cp to out (>= 4 bytes); returns the byte count. */
-size_t tok_utf8_put(uint32_t cp, char *out);
+/* UTF-8 encoding of a code point: vw_utf8_put (pystr.h). */
 
 /* Code points whose NFC behaviour is not the identity in context (see tok_text.c). */
 typedef struct tok_nfc_tables {

@@ -343,7 +343,7 @@ void tok_bytelevel_init(tok_bytelevel *bl) {
         bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
         uint32_t cp = keep ? b : 256 + n++;
         char u[4];
-        size_t l = tok_utf8_put(cp, u);
+        size_t l = vw_utf8_put(cp, u);
         memcpy(bl->utf8[b], u, l);
         bl->len[b] = (uint8_t)l;
     }

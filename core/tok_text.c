@@ -100,27 +100,6 @@ vw_status tok_utf8_decode(const char *s, size_t len, uint32_t **cps, size_t *cap
     return VW_OK;
 }
 
-size_t tok_utf8_put(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    } else if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    } else if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* ---- NFC tables --------------------------------------------------------------- */
 
 static bool is_hangul_syllable(uint32_t c) {
@@ -468,7 +447,7 @@ vw_status tok_nfc_string(const tok_nfc_tables *t, const char *s, size_t len, cha
     }
     size_t k = 0;
     for (size_t i = 0; i < nm.n; i++)
-        k += tok_utf8_put(nm.cp[i], o + k);
+        k += vw_utf8_put(nm.cp[i], o + k);
     o[k] = '\0';
     *out = o;
     *out_len = k;

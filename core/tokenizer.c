@@ -200,7 +200,7 @@ static vw_status build_nbuf(tok_ws *w) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         w->nbyte[i] = (int32_t)k;
-        size_t l = tok_utf8_put(w->norm.cp[i], w->nbuf + k);
+        size_t l = vw_utf8_put(w->norm.cp[i], w->nbuf + k);
         for (size_t j = 0; j < l; j++)
             w->b2c[k + j] = (int32_t)i;
         k += l;

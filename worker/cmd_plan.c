@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "admit_cfg.h"
+#include "cli_io.h"
 #include "canonical_json.h"
 #include "plan.h"
 #include "render.h"
@@ -19,29 +20,6 @@ static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker plan --bundle DIR [--tokenizer FILE] < request.json\n"
                "  prints the token plan (or the rejection) of one request as JSON;\n"
                "  the tokenizer defaults to DIR/tokenizer.json\n");
-}
-
-static char *read_stdin(size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, stdin);
-        n += r;
-        if (n < cap) {
-            if (ferror(stdin)) {
-                free(buf);
-                return NULL;
-            }
-            break;
-        }
-        char *nb = realloc(buf, cap * 2);
-        if (!nb)
-            free(buf);
-        buf = nb;
-        cap *= 2;
-    }
-    *len = n;
-    return buf;
 }
 
 static int run(const char *bundle, const char *tok_path) {
@@ -67,7 +45,7 @@ static int run(const char *bundle, const char *tok_path) {
     if (vw_tok_load(tok_path, &tok, &err) != VW_OK ||
         vw_renderer_new(cfg, vw_encoder_tok(tok), &rend, &err) != VW_OK)
         goto done;
-    if (!(body = read_stdin(&len))) {
+    if (!(body = vw_read_stdin(&len))) {
         VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
         goto done;
     }
