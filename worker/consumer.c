@@ -16,8 +16,10 @@ vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
     return VW_OK;
 }
 
-vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, vw_err *err) {
+vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err) {
     for (size_t i = 0; i < l->n; i++) {
+        if (skip && !strcmp(l->items[i].key, skip))
+            continue;
         vw_status st = vw_conf_set(conf, l->items[i].key, l->items[i].value, err);
         if (st)
             return st;
@@ -308,9 +310,9 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
     if (!st)
         st = vw_conf_set(conf, "client.id", "vela-worker", err);
     if (!st)
-        st = vw_conf_apply(conf, &cfg->kafka.common, err);
+        st = vw_conf_apply(conf, &cfg->kafka.common, NULL, err);
     if (!st)
-        st = vw_conf_apply(conf, &cfg->kafka.consumer, err);
+        st = vw_conf_apply(conf, &cfg->kafka.consumer, NULL, err);
     /* Join-state lines (see on_log); the user's own `debug` is kept. */
     const char *dbg = vw_kvlist_get(&cfg->kafka.consumer, "debug");
     if (!dbg)

@@ -258,9 +258,11 @@ vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
     vw_status st = conf ? vw_conf_set(conf, "client.id", "vela-worker", err)
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
     if (!st)
-        st = vw_conf_apply(conf, &w->cfg->kafka.common, err);
+        /* group.id sits in the common section by the documented shape; it is the
+         * consumer's (a producer would warn CONFWARN and ignore it). */
+        st = vw_conf_apply(conf, &w->cfg->kafka.common, "group.id", err);
     if (!st)
-        st = vw_conf_apply(conf, &w->cfg->kafka.producer, err);
+        st = vw_conf_apply(conf, &w->cfg->kafka.producer, NULL, err);
     /* Idempotence keeps per-partition order across retries; acks=all is what
      * "acknowledged" means in the commit rule. */
     if (!st)

@@ -135,8 +135,9 @@ void vw_worker_collect(struct vw_worker *w);
 /* worker.c: drops batched/retrying items of a partition (revoke). */
 void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
 
-/* librdkafka conf helpers (consumer.c): set one property, logging failures. */
+/* librdkafka conf helpers (consumer.c): set one property, logging failures;
+ * apply a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
-vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, vw_err *err);
+vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
 
 #endif
