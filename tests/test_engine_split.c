@@ -50,15 +50,15 @@ static vw_status make_narrow(const vw_bundle *b, void *ctx, vw_executor **out, v
 }
 
 static const char *requests[] = {
-    "{\"state\":\"Hi, I am Tom (tom@example.com).\",\"questions\":{"
-    "\"a\":{\"type\":\"noul\",\"instructions\":\"Is it a greeting?\"},"
-    "\"p\":{\"preset\":\"pii\"},\"h\":{\"preset\":\"halu\"}}}",
-    "{\"state\":{\"request\":\"Pay my invoice\",\"answer\":\"Done.\"},\"questions\":{"
-    "\"s\":{\"type\":\"set\",\"instructions\":\"Topics?\",\"criteria\":{\"billing\":null,"
-    "\"travel\":\"trips\"}},\"u\":{\"type\":\"score\",\"instructions\":\"Urgent?\","
-    "\"criteria\":[\"low\",\"high\"]}}}",
-    "{\"state\":\"short\",\"questions\":{\"c\":{\"type\":\"choice\",\"instructions\":\"Which?\","
-    "\"criteria\":{\"x\":\"one\",\"y\":\"two\"}}}}",
+    ("{\"state\":\"Hi, I am Tom (tom@example.com).\",\"questions\":{"
+     "\"a\":{\"type\":\"noul\",\"instructions\":\"Is it a greeting?\"},"
+     "\"p\":{\"preset\":\"pii\"},\"h\":{\"preset\":\"halu\"}}}"),
+    ("{\"state\":{\"request\":\"Pay my invoice\",\"answer\":\"Done.\"},\"questions\":{"
+     "\"s\":{\"type\":\"set\",\"instructions\":\"Topics?\",\"criteria\":{\"billing\":null,"
+     "\"travel\":\"trips\"}},\"u\":{\"type\":\"score\",\"instructions\":\"Urgent?\","
+     "\"criteria\":[\"low\",\"high\"]}}}"),
+    ("{\"state\":\"short\",\"questions\":{\"c\":{\"type\":\"choice\",\"instructions\":\"Which?\","
+     "\"criteria\":{\"x\":\"one\",\"y\":\"two\"}}}}"),
 };
 #define N_REQ (sizeof requests / sizeof requests[0])
 
