@@ -26,6 +26,7 @@ typedef struct entry {
 struct vw_bundle {
     char *dir; /* realpath */
     json_t *config, *calibration;
+    char config_sha256[65]; /* verified digest of config.json (hex) */
     char *tok_json;
     size_t tok_len;
     vw_qwen35_config bb;
@@ -471,6 +472,12 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
             loaded[n_loaded++] = shards[i];
         st = verify_all(b->dir, loaded, n_loaded, man_files, sums, err);
     }
+    if (st == VW_OK) {
+        const char *h = json_string_value(json_object_get(man_files, "config.json"));
+        if (!h)
+            h = json_string_value(json_object_get(sums, "config.json"));
+        snprintf(b->config_sha256, sizeof b->config_sha256, "%s", h ? h : "");
+    }
     if (st == VW_OK)
         st = load_json(b->dir, "calibration.json", &b->calibration, err);
     if (st == VW_OK && (st = resolve(b->dir, "tokenizer.json", &probe, err)) == VW_OK)
@@ -523,6 +530,10 @@ void vw_bundle_free(vw_bundle *b) {
 }
 
 /* ---- accessors ----------------------------------------------------------- */
+
+const char *vw_bundle_config_sha256(const vw_bundle *b) {
+    return b->config_sha256;
+}
 
 const char *vw_bundle_dir(const vw_bundle *b) {
     return b->dir;

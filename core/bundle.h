@@ -71,6 +71,8 @@ vw_status vw_bundle_open(const char *dir, vw_bundle **out, vw_err *err);
 void vw_bundle_free(vw_bundle *b);
 
 const char *vw_bundle_dir(const vw_bundle *b); /* the resolved directory */
+/* The verified SHA-256 (hex) of config.json, as the manifest or SHA256SUMS lists it. */
+const char *vw_bundle_config_sha256(const vw_bundle *b);
 const vw_qwen35_config *vw_bundle_backbone_config(const vw_bundle *b);
 const char *vw_bundle_backbone_prefix(const vw_bundle *b); /* e.g. "backbone." */
 int64_t vw_bundle_max_length(const vw_bundle *b);          /* config.json max_length */

@@ -65,18 +65,11 @@ static void set_model_name(vw_engine *e, const char *dir) {
         const char *slash = strrchr(dir, '/');
         name = slash && slash[1] ? slash + 1 : dir;
     }
-    /* Without a recorded revision, the first 12 hex digits of the manifest's
+    /* Without a recorded revision, the first 12 hex digits of the verified
      * digest of config.json identify what was loaded. */
-    char digest[16] = "";
+    char digest[16];
     if (!rev) {
-        const char *path = vw_bundle_dir(e->bundle);
-        char mpath[4096];
-        snprintf(mpath, sizeof mpath, "%s/MODEL_MANIFEST.json", path);
-        json_t *m = json_load_file(mpath, 0, NULL);
-        const char *h =
-            json_string_value(json_object_get(json_object_get(m, "files_sha256"), "config.json"));
-        snprintf(digest, sizeof digest, "%.12s", h ? h : "unknown");
-        json_decref(m);
+        snprintf(digest, sizeof digest, "%.12s", vw_bundle_config_sha256(e->bundle));
         rev = digest;
     }
     snprintf(e->model, sizeof e->model, "%s@%s", name, rev);
