@@ -13,10 +13,7 @@
 #include "json_in.h"
 #include "sha256.h"
 
-#if __has_include("pipeline.h")
 #include "pipeline.h"
-#define VW_HAVE_PIPELINE 1
-#endif
 
 void vw_result_clear(vw_result *r) {
     if (!r)
@@ -61,15 +58,7 @@ vw_status vw_processor_open(const vw_config *cfg, const vw_log *log, vw_processo
                "using the test-only echo processor device=test-echo");
         return vw_echo_processor_new(out, err);
     }
-#ifdef VW_HAVE_PIPELINE
     return vw_pipeline_open(cfg, log, out, err);
-#else
-    (void)log;
-    return VW_FAIL(err, VW_EUNSUPPORTED, "no_pipeline",
-                   "model.device %s: this build has no model pipeline (worker/pipeline.c); "
-                   "only the test-only device test-echo is available",
-                   cfg->model.device);
-#endif
 }
 
 /* ---- test-echo --------------------------------------------------------- */

@@ -30,11 +30,8 @@
  * executor thread; a processor must allow these two calls to overlap. Each of
  * them is called by one thread only. ready/model may be called from any thread.
  *
- * The model pipeline plugs in here: when worker/pipeline.h exists it must
- * declare
- *   vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log,
- *                              vw_processor **out, vw_err *err);
- * and vw_processor_open calls it for model.device auto|cpu|cuda.
+ * The model pipeline (worker/pipeline.h, vw_pipeline_open) is what
+ * vw_processor_open returns for model.device auto|cpu|cuda.
  */
 #ifndef VW_PROCESSOR_H
 #define VW_PROCESSOR_H
@@ -116,8 +113,7 @@ struct vw_processor {
 };
 
 /* Opens the processor model.device names: test-echo (test only, see
- * docs/worker.md), or the model pipeline for auto|cpu|cuda. VW_EUNSUPPORTED
- * when this build has no model pipeline. */
+ * docs/worker.md), or the model pipeline for auto|cpu|cuda. */
 vw_status vw_processor_open(const vw_config *cfg, const vw_log *log, vw_processor **out,
                             vw_err *err);
 
