@@ -124,8 +124,8 @@ int vw_rel_committed_at_end(const char *bootstrap, const char *group, const char
         vw_kh_sleep_ms(200);
     }
     for (int i = 0; i < n_parts; i++)
-        fprintf(stderr, "rel_check: %s[%d] committed %lld, end %lld\n", topic, i,
-                (long long)got[i], (long long)end[i]);
+        fprintf(stderr, "rel_check: %s[%d] committed %lld, end %lld\n", topic, i, (long long)got[i],
+                (long long)end[i]);
     return -1;
 }
 
