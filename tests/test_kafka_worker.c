@@ -112,7 +112,8 @@ static void check_happy_metrics(int port) {
     cr_assert_eq(code, 200);
     cr_assert_eq(metric(m, "vela_worker_records_consumed_total"), N);
     cr_assert_eq(metric(m, "vela_worker_results_total{status=\"200\"}"), N);
-    cr_assert_gt(metric(m, "vela_worker_pauses_total"), 0, "max_in_flight 16 < 200: paused");
+    cr_assert_gt(metric(m, "vela_worker_backpressure_total"), 0,
+                 "max_in_flight 16 < 200: intake stopped");
     cr_assert_geq(metric(m, "vela_worker_batches_total"), N / 8);
     cr_assert_eq(metric(m, "vela_worker_batch_size_count"), metric(m, "vela_worker_batches_total"));
     cr_assert_gt(metric(m, "vela_worker_commits_total"), 0);

@@ -271,6 +271,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     w->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(w, parts);
+        vw_consumer_route(w, parts);
         if (cooperative)
             e = rd_kafka_incremental_assign(rk, parts);
         else
@@ -364,6 +365,12 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     rd_kafka_poll_set_consumer(w->consumer);
     w->cq = rd_kafka_queue_get_consumer(w->consumer);
     rd_kafka_queue_io_event_enable(w->cq, w->wake[1], "c", 1);
+    w->mq = rd_kafka_queue_new(w->consumer);
+    if (!w->mq) {
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer record queue");
+        goto done;
+    }
+    rd_kafka_queue_io_event_enable(w->mq, w->wake[1], "m", 1);
     if (!w->replay) {
         rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(topics, w->topic, RD_KAFKA_PARTITION_UA);
@@ -390,49 +397,94 @@ void vw_consumer_pause(struct vw_worker *w, bool pause) {
     rd_kafka_topic_partition_list_destroy(l);
     w->paused = pause;
     vw_metrics_set_paused(w->metrics, pause);
-    if (pause)
-        vw_metrics_inc(w->metrics, VW_M_PAUSES, 1);
     VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "%s in_flight=%zu", pause ? "paused" : "resumed",
            vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
-bool vw_consumer_poll(struct vw_worker *w) {
-    /* Bounded per call so results, deliveries and commits keep flowing. The
-     * queue's I/O event fires only when it turns non-empty, so the caller must
-     * not sleep while this returns true (more may be queued). */
-    for (int n = 0; n < 1000; n++) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, 0);
-        if (!m)
-            return false;
-        if (m->err) {
-            if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
-                       rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        } else if (!w->stopping) {
-            vw_worker_intake(w, m);
-        }
-        rd_kafka_message_destroy(m);
-        if (!w->paused && !w->replay &&
-            vw_offsets_in_flight(w->tracker, NULL, 0) >= (size_t)w->cfg->limits.max_in_flight) {
-            w->backpressure = true;
-            vw_consumer_pause(w, true);
-            return true;
-        }
+/* Routing. The records of every assigned partition are forwarded to w->mq,
+ * apart from the consumer queue that carries librdkafka's events (rebalances,
+ * commit results, errors, statistics). Events are served every turn; records
+ * are taken from w->mq only while fewer than limits.max_in_flight are in
+ * flight. Beyond that they wait in librdkafka's fetch queue, whose own bounds
+ * (queued.min.messages, queued.max.messages.kbytes) stop the fetcher: no
+ * pause, so nothing prefetched is thrown away (a pause purges the partition's
+ * fetch queue and refetches on resume: ~1,200 records/s with a 1024 limit on a
+ * backlog, docs/worker.md "Backpressure"). librdkafka clears a partition's
+ * forwarding when it stops fetching it; a record that nevertheless reaches the
+ * consumer queue (a re-assign racing the previous stop) is admitted all the
+ * same and its partition routed again. */
+static void route_one(struct vw_worker *w, const char *topic, int32_t partition) {
+    rd_kafka_queue_t *q = rd_kafka_queue_get_partition(w->consumer, topic, partition);
+    if (!q) {
+        VW_LOG(w->log, VW_LOG_WARN, "consumer", "no queue for tp=%s:%d: records come unrouted",
+               topic, (int)partition);
+        return;
     }
-    return true;
+    rd_kafka_queue_forward(q, w->mq);
+    rd_kafka_queue_destroy(q);
+}
+
+void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
+    for (int i = 0; i < parts->cnt; i++)
+        route_one(w, parts->elems[i].topic, parts->elems[i].partition);
+}
+
+static void take(struct vw_worker *w, rd_kafka_message_t *m) {
+    if (m->err) {
+        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
+                   rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+    } else if (!w->stopping) {
+        vw_worker_intake(w, m);
+    }
+    rd_kafka_message_destroy(m);
+}
+
+/* Records the tracker may still take (0 under backpressure). */
+static size_t room(struct vw_worker *w) {
+    size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
+    size_t max = (size_t)w->cfg->limits.max_in_flight;
+    bool full = !w->replay && in_flight >= max;
+    if (full && !w->backpressure)
+        vw_metrics_inc(w->metrics, VW_M_BACKPRESSURE, 1);
+    w->backpressure = full;
+    if (w->replay)
+        return 1000;
+    return full ? 0 : max - in_flight;
+}
+
+bool vw_consumer_poll(struct vw_worker *w) {
+    /* Bounded per call so results, deliveries and commits keep flowing. A
+     * queue's I/O event fires only when it turns non-empty after being
+     * served, so the caller must not sleep while this returns true. */
+    enum { EVENTS = 64, RECORDS = 1000 };
+    bool more = false;
+    int n = 0;
+    for (rd_kafka_message_t *m; n < EVENTS && (m = rd_kafka_consumer_poll(w->consumer, 0)); n++) {
+        if (!m->err && m->rkt) {
+            VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "unrouted record tp=%s:%d:%lld",
+                   rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
+            route_one(w, rd_kafka_topic_name(m->rkt), m->partition);
+        }
+        take(w, m);
+    }
+    more = n == EVENTS;
+    if (w->stopping || w->paused)
+        return more;
+    size_t k = room(w);
+    if (k > RECORDS)
+        k = RECORDS;
+    rd_kafka_message_t *batch[RECORDS];
+    ssize_t got = k ? rd_kafka_consume_batch_queue(w->mq, 0, batch, k) : 0;
+    for (ssize_t i = 0; i < got; i++)
+        take(w, batch[i]);
+    return more || (got > 0 && (size_t)got == k);
 }
 
 void vw_consumer_flow(struct vw_worker *w) {
     if (w->replay || w->stopping)
         return;
-    size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
-    size_t max = (size_t)w->cfg->limits.max_in_flight;
-    if (in_flight >= max)
-        w->backpressure = true;
-    else if (in_flight <= max / 2)
-        w->backpressure = false;
-    bool rebalancing = atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
-    bool want = w->backpressure || rebalancing;
+    bool want = atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
     if (want != w->paused)
         vw_consumer_pause(w, want);
 }
@@ -444,6 +496,11 @@ void vw_consumer_close(struct vw_worker *w) {
         rd_kafka_queue_io_event_enable(w->cq, -1, NULL, 0);
         rd_kafka_queue_destroy(w->cq);
         w->cq = NULL;
+    }
+    if (w->mq) {
+        rd_kafka_queue_io_event_enable(w->mq, -1, NULL, 0);
+        rd_kafka_queue_destroy(w->mq);
+        w->mq = NULL;
     }
     if (!w->replay) {
         /* Leaves the group (its revoke runs on_rebalance once more). */

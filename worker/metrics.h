@@ -35,7 +35,7 @@ typedef enum vw_counter {
     VW_M_COMMITS,         /* successful offset commits (partitions) */
     VW_M_COMMIT_FAILURES, /* failed offset commits (partitions) */
     VW_M_REBALANCES,      /* assignments and revocations */
-    VW_M_PAUSES,          /* backpressure pauses */
+    VW_M_BACKPRESSURE,    /* intake stopped at limits.max_in_flight */
     VW_M_BATCHES,         /* micro-batches run */
     VW_M_COUNTERS
 } vw_counter;

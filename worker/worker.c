@@ -362,8 +362,11 @@ static void wait_and_drain(struct vw_worker *w, int ms) {
 /* One turn of the Kafka thread. */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
-    w->more = vw_consumer_poll(w);
+    /* Delivery reports first: they make room under limits.max_in_flight, and
+     * the record queue's I/O event does not fire again for records that were
+     * already waiting while intake was stopped. */
     vw_producer_poll(w, 0);
+    w->more = vw_consumer_poll(w);
     vw_worker_collect(w);
     int64_t now = vw_now_ms();
     requeue_due(w, now);
@@ -536,6 +539,7 @@ static vw_status replay_assign(struct vw_worker *w, rd_kafka_topic_partition_lis
         vw_offsets_assign(w->tracker, w->topic, r->partition, NULL, NULL);
         w->replay_total += (size_t)(r->end - r->start);
     }
+    vw_consumer_route(w, l);
     rd_kafka_resp_err_t e = l->cnt ? rd_kafka_assign(w->consumer, l) : 0;
     if (e)
         return VW_FAIL(err, VW_EKAFKA, "kafka_assign", "assign: %s", rd_kafka_err2str(e));

@@ -66,7 +66,8 @@ struct vw_worker {
     vw_metrics *metrics;
     const char *topic; /* input topic (config-owned) */
     rd_kafka_t *consumer, *producer;
-    rd_kafka_queue_t *cq; /* the consumer queue (I/O events -> wake pipe) */
+    rd_kafka_queue_t *cq; /* the consumer queue: events (I/O events -> wake pipe) */
+    rd_kafka_queue_t *mq; /* records of the assigned partitions (consumer.c "routing") */
     rd_kafka_queue_t *pq; /* the producer main queue */
     int wake[2];          /* non-blocking pipe */
     vw_offsets *tracker;
@@ -81,7 +82,7 @@ struct vw_worker {
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool paused, stopping, fatal, commit_in_flight;
-    bool backpressure; /* in-flight limit reached (released at half of it) */
+    bool backpressure; /* in-flight limit reached: records stay in librdkafka's queue */
     bool more;         /* the last turn left work queued: do not sleep */
     int64_t next_commit_ms;
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
@@ -115,10 +116,13 @@ void vw_item_free_cb(void *it);
 
 /* consumer.c */
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
-/* Admits up to 1000 consumed records; true when more may be waiting. */
+/* Serves consumer events, then admits up to 1000 records while fewer than
+ * limits.max_in_flight are in flight; true when more may be waiting. */
 bool vw_consumer_poll(struct vw_worker *w);
+/* Routes the records of newly assigned partitions to w->mq. */
+void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts);
 void vw_consumer_pause(struct vw_worker *w, bool pause);
-/* Pauses/resumes the assignment per backpressure and rebalance state. */
+/* Pauses/resumes the assignment per rebalance state. */
 void vw_consumer_flow(struct vw_worker *w);
 void vw_consumer_commit(struct vw_worker *w, bool sync);
 void vw_consumer_close(struct vw_worker *w);
