@@ -141,6 +141,26 @@ static int load(char **a) {
     return 0;
 }
 
+/* Decimal digits of v (>= 0) into buf; returns how many. */
+static size_t put_dec(char *buf, int64_t v) {
+    char tmp[24];
+    size_t n = 0, len = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        buf[len++] = tmp[--n];
+    return len;
+}
+
+/* As long as the worker's rejection value for a record keyed b<5 digits> on a
+ * two-letter topic (210 bytes). */
+static const char shaped_value[] =
+    "{\"request_id\":\"b12345\",\"source\":{\"topic\":\"bw\",\"partition\":0,\"offset\":"
+    "12345,\"timestamp\":1764688000000},\"status\":400,\"detail\":[{\"loc\":[\"body\",0],"
+    "\"msg\":\"JSON decode error: Expecting value\",\"type\":\"json_invalid\"}]}";
+
 static volatile long delivered, failed;
 static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
@@ -164,16 +184,45 @@ static int pipe_run(char **a) {
     rd_kafka_topic_partition_list_destroy(sub);
     int64_t next_commit = now_ms() + 100;
     static const char value[] = "{\"status\":400}";
+    int shaped = atoi(env_or("BENCH_PIPE_SHAPED", "0"));
     while (delivered < count) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 5);
         if (m && !m->err) {
             rd_kafka_resp_err_t e;
-            while (
-                (e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(out), RD_KAFKA_V_KEY(m->key, m->key_len),
-                                       RD_KAFKA_V_VALUE((void *)value, sizeof value - 1),
-                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
-                RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                rd_kafka_poll(p, 10);
+            if (shaped) {
+                /* The worker's record shape at the least CPU: its four headers
+                 * (request-id = key, source = topic:partition:offset, model,
+                 * status) and a constant value as long as its rejection value. */
+                char src[160];
+                size_t tl = strlen(in);
+                memcpy(src, in, tl);
+                src[tl] = ':';
+                size_t sl = tl + 1 + put_dec(src + tl + 1, m->partition);
+                src[sl++] = ':';
+                sl += put_dec(src + sl, m->offset);
+                const char *val = shaped_value;
+                int vl = (int)sizeof shaped_value - 1;
+                rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+                rd_kafka_header_add(h, "request-id", -1, m->key, (ssize_t)m->key_len);
+                rd_kafka_header_add(h, "vela-model", -1, "test-echo@0", -1);
+                rd_kafka_header_add(h, "source", -1, src, (ssize_t)sl);
+                rd_kafka_header_add(h, "vela-status", -1, "400", -1);
+                while ((e = rd_kafka_producev(
+                            p, RD_KAFKA_V_TOPIC(out), RD_KAFKA_V_KEY(m->key, m->key_len),
+                            RD_KAFKA_V_VALUE((void *)val, (size_t)vl), RD_KAFKA_V_HEADERS(h),
+                            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END)) ==
+                       RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                    rd_kafka_poll(p, 10);
+                if (e)
+                    rd_kafka_headers_destroy(h);
+            } else {
+                while ((e = rd_kafka_producev(p, RD_KAFKA_V_TOPIC(out),
+                                              RD_KAFKA_V_KEY(m->key, m->key_len),
+                                              RD_KAFKA_V_VALUE((void *)value, sizeof value - 1),
+                                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                              RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                    rd_kafka_poll(p, 10);
+            }
             if (e && failed++ < 5)
                 fprintf(stderr, "bench_pipe: produce: %s\n", rd_kafka_err2str(e));
             /* A real list: librdkafka keeps a partition reference in it that

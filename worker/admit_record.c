@@ -59,15 +59,45 @@ static vw_sbuf sbuf_with(size_t cap) {
     return sb;
 }
 
+/* Room for put_prefix's output (its strings escaped at worst). */
+static size_t prefix_cap(const vw_record *rec) {
+    return 128 + 6 * (strlen(rec->request_id) + strlen(rec->topic));
+}
+
+/* {"request_id":..,"source":{"topic","partition","offset","timestamp"} — the
+ * start of every result value, without the closing brace. */
+static void put_prefix(vw_sbuf *sb, const vw_record *rec) {
+    vw_sbuf_puts(sb, "{\"request_id\":");
+    put_str(sb, rec->request_id, strlen(rec->request_id));
+    vw_sbuf_puts(sb, ",\"source\":{\"topic\":");
+    put_str(sb, rec->topic, strlen(rec->topic));
+    vw_sbuf_puts(sb, ",\"partition\":");
+    put_i64(sb, rec->partition);
+    vw_sbuf_puts(sb, ",\"offset\":");
+    put_i64(sb, rec->offset);
+    vw_sbuf_puts(sb, ",\"timestamp\":");
+    if (rec->timestamp >= 0)
+        put_i64(sb, rec->timestamp);
+    else
+        vw_sbuf_puts(sb, "null");
+    vw_sbuf_put(sb, "}", 1);
+}
+
 /* {"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]}, the
  * shape errlist.h writes, built in one buffer (this runs once per rejected
  * record; no snprintf: see vw_fmt_i64). r->err.type names the rejection type
  * for the metrics. */
-static vw_status one_triple(vw_result *out, int status, int64_t offset, const char *msg,
-                            const char *type, vw_err *err) {
+static vw_status one_triple(vw_result *out, const vw_record *rec, int status, int64_t offset,
+                            const char *msg, const char *type, vw_err *err) {
     size_t msg_len = strlen(msg), type_len = strlen(type);
-    vw_sbuf sb = sbuf_with(96 + 2 * msg_len + type_len);
-    vw_sbuf_puts(&sb, "{\"status\":");
+    size_t prefix = rec ? prefix_cap(rec) : 0;
+    vw_sbuf sb = sbuf_with(96 + prefix + 2 * msg_len + type_len);
+    if (rec) {
+        put_prefix(&sb, rec);
+        vw_sbuf_puts(&sb, ",\"status\":");
+    } else {
+        vw_sbuf_puts(&sb, "{\"status\":");
+    }
     put_i64(&sb, status);
     vw_sbuf_puts(&sb, ",\"detail\":[{\"loc\":[\"body\"");
     if (offset >= 0) {
@@ -94,30 +124,56 @@ static vw_status one_triple(vw_result *out, int status, int64_t offset, const ch
     return VW_OK;
 }
 
-vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
-                         vw_result *out, vw_err *err) {
+/* The checks; a rejection's value gets the record prefix when `prefixed`. */
+static vw_status check(const vw_record *rec, int64_t max_request_bytes, bool prefixed,
+                       bool *rejected, vw_result *out, vw_err *err) {
     vw_body_reject rej;
     vw_pyjson_check chk;
+    const vw_record *pre = prefixed ? rec : NULL;
     *rejected = true;
     size_t max = max_request_bytes > 0 ? (size_t)max_request_bytes : 0;
     if (vw_body_too_long(rec->value_len, max, &rej))
-        return one_triple(out, rej.status, rej.offset, rej.msg, rej.type, err);
+        return one_triple(out, pre, rej.status, rej.offset, rej.msg, rej.type, err);
     vw_pyjson_validate(rec->value, rec->value_len, &chk);
     if (vw_body_reject_of(&chk, &rej))
-        return one_triple(out, rej.status, rej.offset, rej.msg, rej.type, err);
+        return one_triple(out, pre, rej.status, rej.offset, rej.msg, rej.type, err);
     *rejected = false;
     return VW_OK;
 }
 
+vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
+                         vw_result *out, vw_err *err) {
+    return check(rec, max_request_bytes, false, rejected, out, err);
+}
+
+vw_status vw_admit_check_final(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
+                               vw_result *out, vw_err *err) {
+    return check(rec, max_request_bytes, true, rejected, out, err);
+}
+
+const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t offset,
+                               const void *hdr, size_t hdr_len, const void *key, size_t key_len,
+                               char buf[VW_SOURCE_MAX], size_t *len) {
+    if (hdr && hdr_len && vw_utf8_clean(hdr, hdr_len)) {
+        *len = hdr_len;
+        return hdr;
+    }
+    if (key && key_len && vw_utf8_clean(key, key_len)) {
+        *len = key_len;
+        return key;
+    }
+    vw_source_string(buf, VW_SOURCE_MAX, topic, partition, offset);
+    *len = strlen(buf);
+    return buf;
+}
+
 char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const void *hdr,
                     size_t hdr_len, const void *key, size_t key_len) {
-    if (hdr && hdr_len && vw_utf8_clean(hdr, hdr_len))
-        return strndup(hdr, hdr_len);
-    if (key && key_len && vw_utf8_clean(key, key_len))
-        return strndup(key, key_len);
-    char buf[512];
-    vw_source_string(buf, sizeof buf, topic, partition, offset);
-    return strdup(buf);
+    char buf[VW_SOURCE_MAX];
+    size_t len;
+    const char *id =
+        vw_request_id_pick(topic, partition, offset, hdr, hdr_len, key, key_len, buf, &len);
+    return strndup(id, len);
 }
 
 void vw_source_string(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset) {
@@ -145,22 +201,8 @@ vw_status vw_result_value(const vw_result *r, const vw_record *rec, char **out, 
     size_t rest = i + 1, j = rest;
     while (j < n && (v[j] == ' ' || v[j] == '\t' || v[j] == '\n' || v[j] == '\r'))
         j++;
-    size_t id_len = strlen(rec->request_id), topic_len = strlen(rec->topic);
-    vw_sbuf sb = sbuf_with(128 + 2 * (id_len + topic_len) + n);
-    vw_sbuf_puts(&sb, "{\"request_id\":");
-    put_str(&sb, rec->request_id, id_len);
-    vw_sbuf_puts(&sb, ",\"source\":{\"topic\":");
-    put_str(&sb, rec->topic, topic_len);
-    vw_sbuf_puts(&sb, ",\"partition\":");
-    put_i64(&sb, rec->partition);
-    vw_sbuf_puts(&sb, ",\"offset\":");
-    put_i64(&sb, rec->offset);
-    vw_sbuf_puts(&sb, ",\"timestamp\":");
-    if (rec->timestamp >= 0)
-        put_i64(&sb, rec->timestamp);
-    else
-        vw_sbuf_puts(&sb, "null");
-    vw_sbuf_put(&sb, "}", 1);
+    vw_sbuf sb = sbuf_with(prefix_cap(rec) + n);
+    put_prefix(&sb, rec);
     if (j < n && v[j] != '}')
         vw_sbuf_puts(&sb, ",");
     vw_sbuf_put(&sb, v + rest, n - rest);

@@ -43,6 +43,23 @@
 vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
                          vw_result *out, vw_err *err);
 
+/* As vw_admit_check, but a rejection's value is already the final result value
+ * (what vw_result_value makes of vw_admit_check's): one buffer, built once.
+ * rec->request_id and rec->topic must be set. The worker's per-record path. */
+vw_status vw_admit_check_final(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
+                               vw_result *out, vw_err *err);
+
+/* Room for "topic:partition:offset" with a topic name of Kafka's maximum length
+ * (249 bytes) and two 20-digit numbers. */
+#define VW_SOURCE_MAX 320
+
+/* The request id without copying: points into hdr, key or buf (which receives
+ * "topic:partition:offset"); *len is its length (not NUL-terminated unless it
+ * is buf). Same rule as vw_request_id. */
+const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t offset,
+                               const void *hdr, size_t hdr_len, const void *key, size_t key_len,
+                               char buf[VW_SOURCE_MAX], size_t *len);
+
 /* The request id: the request-id header (hdr, may be NULL), else the key, else
  * "topic:partition:offset". A header or key that is not valid UTF-8 without
  * NUL bytes is skipped. Returns a malloc'd string, NULL on VW_ENOMEM. */

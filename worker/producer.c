@@ -59,12 +59,10 @@ static void drop(struct vw_worker *w, vw_item *it, const char *why) {
     vw_item_free(it);
 }
 
-static void dead_letter(struct vw_worker *w, vw_item *it, const char *type_in, const char *msg_in) {
-    /* Kept in the item: a failed dead-letter delivery is produced again with it. */
-    char type[sizeof it->result.err.type], msg[sizeof it->result.err.msg];
-    snprintf(type, sizeof type, "%s", type_in);
-    snprintf(msg, sizeof msg, "%s", msg_in);
-    VW_FAIL(&it->result.err, VW_EKAFKA, type, "%s", msg);
+/* Sends the request to the DLQ; the item's type and message say why (kept in
+ * the item: a failed dead-letter delivery is produced again with them). */
+static void dead_letter(struct vw_worker *w, vw_item *it) {
+    const char *type = it->type[0] ? it->type : "no_result", *msg = vw_item_msg(it);
     rd_kafka_headers_t *h = base_headers(w, it);
     add_header(h, VW_HDR_ERROR, msg, strlen(msg));
     add_header(h, VW_HDR_ERROR_TYPE, type, strlen(type));
@@ -87,12 +85,13 @@ static void write_line(struct vw_worker *w, vw_item *it) {
     vw_canon_string(&sb, source, strlen(source));
     vw_sbuf_puts(&sb, ",\"request_id\":");
     vw_canon_string(&sb, it->request_id, strlen(it->request_id));
-    if (it->result.kind == VW_RESULT_RECORD && it->out_value) {
-        vw_sbuf_printf(&sb, ",\"vela_status\":%d,\"value\":", it->result.vela_status);
+    if (it->kind == VW_RESULT_RECORD && it->out_value) {
+        vw_sbuf_printf(&sb, ",\"vela_status\":%d,\"value\":", it->vela_status);
         vw_sbuf_put(&sb, it->out_value, it->out_len);
     } else {
+        const char *type = it->type[0] ? it->type : "no_result";
         vw_sbuf_puts(&sb, ",\"dead_letter\":");
-        vw_canon_string(&sb, it->result.err.type, strlen(it->result.err.type));
+        vw_canon_string(&sb, type, strlen(type));
     }
     vw_sbuf_puts(&sb, "}\n");
     if (!vw_sbuf_status(&sb))
@@ -105,39 +104,38 @@ static void write_line(struct vw_worker *w, vw_item *it) {
 
 static void produce_one(struct vw_worker *w, vw_item *it) {
     vw_err err = {0};
-    if (it->result.kind == VW_RESULT_RECORD && !it->out_value &&
-        vw_result_value(&it->result,
-                        &(vw_record){.topic = w->topic,
-                                     .partition = it->partition,
-                                     .offset = it->offset,
-                                     .timestamp = it->timestamp,
-                                     .request_id = it->request_id},
-                        &it->out_value, &it->out_len, &err)) {
-        it->result.kind = VW_RESULT_FATAL; /* a processor bug: the record still moves on */
-        it->result.err = err;
+    if (it->kind == VW_RESULT_RECORD && !it->out_value) {
+        vw_result r = {.kind = VW_RESULT_RECORD, .value = it->res_value, .value_len = it->res_len};
+        vw_record rec = {.topic = w->topic,
+                         .partition = it->partition,
+                         .offset = it->offset,
+                         .timestamp = it->timestamp,
+                         .request_id = it->request_id};
+        if (vw_result_value(&r, &rec, &it->out_value, &it->out_len, &err))
+            /* a processor bug: the record still moves on */
+            vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
     }
     if (w->sink) {
         write_line(w, it);
         return;
     }
-    if (it->result.kind != VW_RESULT_RECORD) {
-        dead_letter(w, it, it->result.err.type[0] ? it->result.err.type : "no_result",
-                    it->result.err.msg);
+    if (it->kind != VW_RESULT_RECORD) {
+        dead_letter(w, it);
         return;
     }
     char status[24];
-    size_t status_len = vw_fmt_i64(status, it->result.vela_status);
+    size_t status_len = vw_fmt_i64(status, it->vela_status);
     rd_kafka_headers_t *h = base_headers(w, it);
     add_header(h, VW_HDR_STATUS, status, status_len);
-    for (size_t i = 0; i < it->result.n_headers; i++)
-        add_header(h, it->result.headers[i].name, it->result.headers[i].value,
-                   it->result.headers[i].value_len);
+    for (size_t i = 0; i < it->n_headers; i++)
+        add_header(h, it->headers[i].name, it->headers[i].value, it->headers[i].value_len);
     const char *topic = it->reply_topic ? it->reply_topic : w->results_topic;
     rd_kafka_resp_err_t e = send_msg(w, topic, it, it->out_value, it->out_len, h);
     if (e) {
         rd_kafka_headers_destroy(h);
         vw_metrics_inc(w->metrics, VW_M_PRODUCE_ERRORS, 1);
-        dead_letter(w, it, "produce_failed", rd_kafka_err2str(e));
+        vw_item_fail(it, VW_RESULT_FATAL, "produce_failed", rd_kafka_err2str(e));
+        dead_letter(w, it);
     }
     if (!e)
         vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_PRODUCE);
@@ -154,7 +152,7 @@ void vw_produce_ready(struct vw_worker *w) {
     for (size_t i = 0; i < n_redo; i++) {
         vw_item *it = redo[i];
         if (it->redo_dlq)
-            dead_letter(w, it, it->result.err.type, it->result.err.msg);
+            dead_letter(w, it);
         else
             produce_one(w, it);
     }
@@ -169,17 +167,17 @@ static void count_result(struct vw_worker *w, const vw_item *it) {
         vw_metrics_inc(w->metrics, VW_M_DLQ, 1);
         return;
     }
-    vw_metrics_result(w->metrics, it->result.vela_status);
+    vw_metrics_result(w->metrics, it->vela_status);
     if (it->timestamp >= 0)
         vw_metrics_observe(w->metrics, VW_H_E2E, (double)(vw_wall_ms() - it->timestamp) / 1e3);
-    if (it->result.vela_status == 200)
+    if (it->vela_status == 200)
         return;
-    if (it->result.err.type[0]) { /* the rejection named its type */
-        vw_metrics_rejection(w->metrics, it->result.err.type);
+    if (it->type[0]) { /* the rejection named its type */
+        vw_metrics_rejection(w->metrics, it->type);
         return;
     }
     /* Else one count per triple of the rejection's detail. */
-    json_t *v = json_loadb(it->result.value, it->result.value_len, 0, NULL);
+    json_t *v = json_loadb(it->out_value, it->out_len, 0, NULL);
     size_t i;
     json_t *d;
     json_array_foreach(json_object_get(v, "detail"), i, d)
@@ -222,8 +220,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
      * again; permanent: dead-letter it. Either way outside this callback. */
     if (permanent(m->err)) {
         it->redo_dlq = true;
-        VW_FAIL(&it->result.err, VW_EKAFKA, rd_kafka_err2name(m->err), "%s",
-                rd_kafka_err2str(m->err));
+        vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(m->err), rd_kafka_err2str(m->err));
     } else {
         it->redo_dlq = it->dead_letter;
     }

@@ -53,17 +53,70 @@ bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it) {
     return true;
 }
 
+/* Frees the result value and headers of an item. */
+static void clear_result(vw_item *it) {
+    free(it->res_value);
+    for (size_t i = 0; i < it->n_headers; i++) {
+        free(it->headers[i].name);
+        free(it->headers[i].value);
+    }
+    free(it->headers);
+    it->res_value = NULL;
+    it->res_len = 0;
+    it->headers = NULL;
+    it->n_headers = 0;
+}
+
 void vw_item_free(vw_item *it) {
     if (!it)
         return;
     if (it->proc_item)
         it->w->proc->ops->item_free(it->w->proc, it->proc_item);
-    vw_result_clear(&it->result);
-    free(it->request_id);
-    free(it->key);
-    free(it->value);
+    clear_result(it);
+    free(it->msg);
     free(it->out_value);
     free(it);
+}
+
+static void set_type(vw_item *it, const char *type) {
+    size_t n = strlen(type);
+    if (n >= sizeof it->type)
+        n = sizeof it->type - 1;
+    memcpy(it->type, type, n);
+    it->type[n] = 0;
+}
+
+void vw_item_take(vw_item *it, vw_result *r) {
+    clear_result(it);
+    if (r->kind != VW_RESULT_RECORD) {
+        vw_item_fail(it, r->kind, r->err.type[0] ? r->err.type : "no_result", r->err.msg);
+        vw_result_clear(r);
+        return;
+    }
+    it->kind = VW_RESULT_RECORD;
+    it->vela_status = r->vela_status;
+    it->res_value = r->value;
+    it->res_len = r->value_len;
+    it->headers = r->headers;
+    it->n_headers = r->n_headers;
+    set_type(it, r->err.type);
+    r->value = NULL;
+    r->value_len = 0;
+    r->headers = NULL;
+    r->n_headers = 0;
+}
+
+void vw_item_fail(vw_item *it, vw_result_kind kind, const char *type, const char *msg) {
+    char *m = strdup(msg); /* msg may be it->msg itself */
+    clear_result(it);
+    free(it->msg);
+    it->msg = m;
+    it->kind = kind;
+    set_type(it, type);
+}
+
+const char *vw_item_msg(const vw_item *it) {
+    return it->msg ? it->msg : it->type;
 }
 
 void vw_item_free_cb(void *it) {
@@ -77,11 +130,8 @@ static void run_one_batch(struct vw_worker *w, vw_batch *b) {
     vw_result *res = calloc(b->n, sizeof *res);
     int64_t start_ms = vw_now_ms();
     if (!items || !res) {
-        for (size_t i = 0; i < b->n; i++) {
-            vw_item *it = b->items[i];
-            it->result.kind = VW_RESULT_RETRY;
-            VW_FAIL(&it->result.err, VW_ENOMEM, "out_of_memory", "executor batch arrays");
-        }
+        for (size_t i = 0; i < b->n; i++)
+            vw_item_fail(b->items[i], VW_RESULT_RETRY, "out_of_memory", "executor batch arrays");
         goto done;
     }
     for (size_t i = 0; i < b->n; i++) {
@@ -95,7 +145,7 @@ static void run_one_batch(struct vw_worker *w, vw_batch *b) {
     vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_EXECUTOR);
     vw_metrics_observe(w->metrics, VW_H_EXEC, now_s() - t0);
     for (size_t i = 0; i < b->n; i++)
-        ((vw_item *)b->items[i])->result = res[i];
+        vw_item_take(b->items[i], &res[i]);
 done:
     free(items);
     free(res);
@@ -121,13 +171,6 @@ static void header(const rd_kafka_headers_t *h, const char *name, const void **v
         *v = NULL;
 }
 
-static void *dup_bytes(const void *p, size_t n) {
-    void *d = malloc(n ? n : 1);
-    if (d && n)
-        memcpy(d, p, n);
-    return d;
-}
-
 /* The replay range of a partition, or NULL (run mode). */
 static const vw_range *range_of(const struct vw_worker *w, int32_t partition) {
     for (size_t i = 0; i < w->n_ranges; i++)
@@ -136,59 +179,72 @@ static const vw_range *range_of(const struct vw_worker *w, int32_t partition) {
     return NULL;
 }
 
+/* One allocation holds the item, its request id, key and value. */
 static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint32_t epoch) {
-    vw_item *it = calloc(1, sizeof *it);
     const void *hid, *reply;
-    size_t hid_len, reply_len;
-    rd_kafka_timestamp_type_t tstype;
-    if (!it)
-        return NULL;
-    it->w = w;
-    it->partition = m->partition;
-    it->offset = m->offset;
-    it->epoch = epoch;
-    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
-    it->admitted_ms = vw_now_ms();
+    size_t hid_len, reply_len, id_len;
+    char src[VW_SOURCE_MAX];
     rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
     if (rd_kafka_message_headers(m, &hdrs))
         hdrs = NULL;
     header(hdrs, VW_HDR_REQUEST_ID, &hid, &hid_len);
     header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
-    it->request_id =
-        vw_request_id(w->topic, m->partition, m->offset, hid, hid_len, m->key, m->key_len);
-    it->key = m->key ? dup_bytes(m->key, m->key_len) : NULL;
-    it->key_len = m->key ? m->key_len : 0;
-    it->value = dup_bytes(m->payload, m->payload ? m->len : 0);
-    it->value_len = m->payload ? m->len : 0;
-    it->reply_topic = vw_reply_topic(w->cfg, reply, reply_len);
-    if (!it->request_id || (m->key && !it->key) || !it->value) {
-        vw_item_free(it);
+    const char *id = vw_request_id_pick(w->topic, m->partition, m->offset, hid, hid_len, m->key,
+                                        m->key_len, src, &id_len);
+    size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
+    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len);
+    if (!it)
         return NULL;
-    }
+    memset(it, 0, sizeof *it);
+    rd_kafka_timestamp_type_t tstype;
+    it->w = w;
+    it->partition = m->partition;
+    it->offset = m->offset;
+    it->epoch = epoch;
+    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
+    it->admitted_ms = w->turn_ms;
+    it->request_id = it->data;
+    memcpy(it->request_id, id, id_len);
+    it->request_id[id_len] = 0;
+    it->key = m->key ? it->data + id_len + 1 : NULL;
+    it->key_len = key_len;
+    if (key_len)
+        memcpy(it->key, m->key, key_len);
+    it->value = it->data + id_len + 1 + key_len;
+    it->value_len = value_len;
+    if (value_len)
+        memcpy(it->value, m->payload, value_len);
+    it->reply_topic = vw_reply_topic(w->cfg, reply, reply_len);
     return it;
 }
 
 /* Runs the worker-level checks, then the processor's admit. Leaves the item
- * either with a finished result, or with a pending processor item. */
+ * either with a finished result, or with a pending processor item. A
+ * worker-level rejection comes with its final value (out_value). */
 static void admit(struct vw_worker *w, vw_item *it) {
     vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp, it->key,
                      it->key_len, it->value,     it->value_len, it->request_id};
     bool rejected = false;
     vw_err err = {0};
-    if (vw_admit_check(&rec, w->cfg->limits.max_request_bytes, &rejected, &it->result, &err)) {
-        it->result.kind = VW_RESULT_FATAL;
-        it->result.err = err;
+    vw_result r;
+    if (vw_admit_check_final(&rec, w->cfg->limits.max_request_bytes, &rejected, &r, &err)) {
+        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
         return;
     }
-    if (rejected)
+    if (rejected) {
+        it->kind = VW_RESULT_RECORD;
+        it->vela_status = r.vela_status;
+        set_type(it, r.err.type);
+        it->out_value = r.value;
+        it->out_len = r.value_len;
         return;
+    }
     vw_admission adm = {0};
     if (w->proc->ops->admit(w->proc, &rec, &adm, &err)) {
         vw_result_clear(&adm.result);
-        it->result.kind = VW_RESULT_FATAL;
-        it->result.err = err;
+        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
     } else if (adm.finished) {
-        it->result = adm.result;
+        vw_item_take(it, &adm.result);
     } else {
         it->proc_item = adm.item;
         it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
@@ -218,10 +274,9 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     }
     admit(w, it);
     if (it->proc_item) {
-        if (vw_batcher_push(w->batcher, it, it->tokens, vw_now_ms(), &err) == VW_OK)
+        if (vw_batcher_push(w->batcher, it, it->tokens, w->turn_ms, &err) == VW_OK)
             return;
-        it->result.kind = VW_RESULT_FATAL;
-        it->result.err = err;
+        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
     }
     if (vw_offsets_set_result(w->tracker, w->topic, it->partition, epoch, it->offset, it, NULL))
         vw_item_free(it);
@@ -243,7 +298,7 @@ static void collect_item(struct vw_worker *w, vw_item *it) {
         vw_item_free(it); /* its partition was revoked while it ran */
         return;
     }
-    if (it->result.kind == VW_RESULT_RETRY) {
+    if (it->kind == VW_RESULT_RETRY) {
         /* Transient: never a rejection. Run it again after a backoff. */
         it->attempts++;
         it->due_ms = vw_now_ms() + backoff_ms(w->cfg, it->attempts);
@@ -251,13 +306,14 @@ static void collect_item(struct vw_worker *w, vw_item *it) {
         VW_LOG(w->log, VW_LOG_WARN, "worker",
                "transient failure, retrying request_id=\"%s\" attempt=%d backoff_ms=%lld "
                "type=%s",
-               it->request_id, it->attempts, (long long)(it->due_ms - vw_now_ms()),
-               it->result.err.type);
-        vw_result_clear(&it->result);
+               it->request_id, it->attempts, (long long)(it->due_ms - vw_now_ms()), it->type);
+        free(it->msg);
+        it->msg = NULL;
+        it->kind = VW_RESULT_RECORD;
+        it->type[0] = 0;
         if (vw_items_push(&w->retry, &w->n_retry, &w->cap_retry, it))
             return;
-        it->result.kind = VW_RESULT_FATAL;
-        VW_FAIL(&it->result.err, VW_ENOMEM, "out_of_memory", "retry list");
+        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "retry list");
     }
     if (it->proc_item) { /* the processor is done with it */
         w->proc->ops->item_free(w->proc, it->proc_item);
@@ -362,6 +418,7 @@ static void wait_and_drain(struct vw_worker *w, int ms) {
 /* One turn of the Kafka thread. */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
+    w->turn_ms = vw_now_ms();
     /* Delivery reports first: they make room under limits.max_in_flight, and
      * the record queue's I/O event does not fire again for records that were
      * already waiting while intake was stopped. */

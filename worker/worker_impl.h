@@ -36,21 +36,33 @@ typedef struct vw_item {
     uint32_t epoch;
     int64_t timestamp;   /* record timestamp (ms), -1 if none */
     int64_t admitted_ms; /* monotonic, for queue delay */
+    /* request_id, key and value live in this allocation (data[], one malloc
+     * per record); value is kept for the dead-letter topic. */
     char *request_id;
-    void *key;
+    void *key; /* NULL when the record has none */
     size_t key_len;
-    void *value; /* request bytes: kept for the dead-letter topic */
+    void *value;
     size_t value_len;
     const char *reply_topic; /* from the allow-list (config-owned) or NULL */
     void *proc_item;         /* the processor's pending item, or NULL */
     int64_t tokens;
     int attempts;     /* RETRY results so far */
     int64_t due_ms;   /* retry list: when to batch again */
-    vw_result result; /* filled at admission (finished) or by the executor */
-    char *out_value;  /* produced bytes (owned here until the delivery report) */
+    /* The outcome, set at admission (finished) or from the executor's result
+     * (vw_item_take), or by a failure (vw_item_fail). */
+    vw_result_kind kind;
+    int vela_status;    /* RECORD */
+    char *res_value;    /* RECORD from a processor: its value, without request_id/source */
+    size_t res_len;
+    vw_header *headers; /* RECORD: the processor's extra headers */
+    size_t n_headers;
+    char type[48]; /* the rejection type the result named (metrics), or why RETRY/FATAL */
+    char *msg;     /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
+    char *out_value; /* produced bytes (owned here until the delivery report) */
     size_t out_len;
     bool dead_letter; /* produced to the DLQ topic */
     bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */
+    char data[];      /* request_id NUL key value */
 } vw_item;
 
 /* A replay range of one partition: [start, end). */
@@ -84,6 +96,7 @@ struct vw_worker {
     bool paused, stopping, fatal, commit_in_flight;
     bool backpressure; /* in-flight limit reached: records stay in librdkafka's queue */
     bool more;         /* the last turn left work queued: do not sleep */
+    int64_t turn_ms; /* vw_now_ms() at the start of this turn (admission times) */
     int64_t next_commit_ms;
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
@@ -112,6 +125,13 @@ bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it);
 
 /* Items. vw_item_free releases the processor item too; NULL is a no-op. */
 void vw_item_free(vw_item *it);
+/* Moves a processor result into the item (r is left empty). */
+void vw_item_take(vw_item *it, vw_result *r);
+/* Sets the outcome to kind (RETRY or FATAL) with an error type and message,
+ * dropping any result value; also names why a record is dead-lettered. */
+void vw_item_fail(vw_item *it, vw_result_kind kind, const char *type, const char *msg);
+/* The failure message (the type if the message could not be kept). */
+const char *vw_item_msg(const vw_item *it);
 void vw_item_free_cb(void *it);
 
 /* consumer.c */
