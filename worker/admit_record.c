@@ -83,72 +83,77 @@ static void put_prefix(vw_sbuf *sb, const vw_record *rec) {
     vw_sbuf_put(sb, "}", 1);
 }
 
-/* {"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]}, the
- * shape errlist.h writes, built in one buffer (this runs once per rejected
- * record; no snprintf: see vw_fmt_i64). r->err.type names the rejection type
- * for the metrics. */
-static vw_status one_triple(vw_result *out, const vw_record *rec, int status, int64_t offset,
-                            const char *msg, const char *type, vw_err *err) {
-    size_t msg_len = strlen(msg), type_len = strlen(type);
-    size_t prefix = rec ? prefix_cap(rec) : 0;
-    vw_sbuf sb = sbuf_with(96 + prefix + 2 * msg_len + type_len);
+/* [prefix,]"status":N,"detail":[{"loc":["body"(,offset)],"msg":..,"type":..}]}:
+ * the shape errlist.h writes, with the record prefix first when rec is given
+ * (no snprintf: this runs once per rejected record, see vw_fmt_i64). */
+static void write_triple(vw_sbuf *sb, const vw_record *rec, const vw_body_reject *rej) {
     if (rec) {
-        put_prefix(&sb, rec);
-        vw_sbuf_puts(&sb, ",\"status\":");
+        put_prefix(sb, rec);
+        vw_sbuf_puts(sb, ",\"status\":");
     } else {
-        vw_sbuf_puts(&sb, "{\"status\":");
+        vw_sbuf_puts(sb, "{\"status\":");
     }
-    put_i64(&sb, status);
-    vw_sbuf_puts(&sb, ",\"detail\":[{\"loc\":[\"body\"");
-    if (offset >= 0) {
-        vw_sbuf_put(&sb, ",", 1);
-        put_i64(&sb, offset);
+    put_i64(sb, rej->status);
+    vw_sbuf_puts(sb, ",\"detail\":[{\"loc\":[\"body\"");
+    if (rej->offset >= 0) {
+        vw_sbuf_put(sb, ",", 1);
+        put_i64(sb, rej->offset);
     }
-    vw_sbuf_puts(&sb, "],\"msg\":");
-    put_str(&sb, msg, msg_len);
-    vw_sbuf_puts(&sb, ",\"type\":\"");
-    vw_sbuf_put(&sb, type, type_len);
-    vw_sbuf_puts(&sb, "\"}]}");
+    vw_sbuf_puts(sb, "],\"msg\":");
+    put_str(sb, rej->msg, strlen(rej->msg));
+    vw_sbuf_puts(sb, ",\"type\":\"");
+    vw_sbuf_puts(sb, rej->type);
+    vw_sbuf_puts(sb, "\"}]}");
+}
+
+/* The front-door row that rejects rec, if any. */
+static bool find_reject(const vw_record *rec, int64_t max_request_bytes, vw_body_reject *rej) {
+    vw_pyjson_check chk;
+    size_t max = max_request_bytes > 0 ? (size_t)max_request_bytes : 0;
+    if (vw_body_too_long(rec->value_len, max, rej))
+        return true;
+    vw_pyjson_validate(rec->value, rec->value_len, &chk);
+    return vw_body_reject_of(&chk, rej);
+}
+
+static void copy_type(char *dst, size_t cap, const char *type) {
+    size_t n = strlen(type);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, type, n);
+    dst[n] = 0;
+}
+
+vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
+                         vw_result *out, vw_err *err) {
+    vw_body_reject rej;
+    *rejected = find_reject(rec, max_request_bytes, &rej);
+    if (!*rejected)
+        return VW_OK;
+    vw_sbuf sb = sbuf_with(128 + 2 * strlen(rej.msg));
+    write_triple(&sb, NULL, &rej);
     if (vw_sbuf_status(&sb) || !sb.p) {
         vw_sbuf_free(&sb);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rejection record");
     }
     memset(out, 0, sizeof *out);
     out->kind = VW_RESULT_RECORD;
-    out->vela_status = status;
+    out->vela_status = rej.status;
     out->value = vw_sbuf_take(&sb, &out->value_len);
-    if (type_len >= sizeof out->err.type)
-        type_len = sizeof out->err.type - 1;
-    memcpy(out->err.type, type, type_len);
-    out->err.type[type_len] = 0;
+    copy_type(out->err.type, sizeof out->err.type, rej.type);
     return VW_OK;
 }
 
-/* The checks; a rejection's value gets the record prefix when `prefixed`. */
-static vw_status check(const vw_record *rec, int64_t max_request_bytes, bool prefixed,
-                       bool *rejected, vw_result *out, vw_err *err) {
+bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb,
+                          int *status, char type[VW_REJECT_TYPE_MAX]) {
     vw_body_reject rej;
-    vw_pyjson_check chk;
-    const vw_record *pre = prefixed ? rec : NULL;
-    *rejected = true;
-    size_t max = max_request_bytes > 0 ? (size_t)max_request_bytes : 0;
-    if (vw_body_too_long(rec->value_len, max, &rej))
-        return one_triple(out, pre, rej.status, rej.offset, rej.msg, rej.type, err);
-    vw_pyjson_validate(rec->value, rec->value_len, &chk);
-    if (vw_body_reject_of(&chk, &rej))
-        return one_triple(out, pre, rej.status, rej.offset, rej.msg, rej.type, err);
-    *rejected = false;
-    return VW_OK;
-}
-
-vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
-                         vw_result *out, vw_err *err) {
-    return check(rec, max_request_bytes, false, rejected, out, err);
-}
-
-vw_status vw_admit_check_final(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
-                               vw_result *out, vw_err *err) {
-    return check(rec, max_request_bytes, true, rejected, out, err);
+    if (!find_reject(rec, max_request_bytes, &rej))
+        return false;
+    vw_sbuf_reset(sb);
+    write_triple(sb, rec, &rej);
+    *status = rej.status;
+    copy_type(type, VW_REJECT_TYPE_MAX, rej.type);
+    return true;
 }
 
 const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t offset,

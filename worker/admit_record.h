@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "canonical_json.h" /* vw_sbuf */
 #include "config.h"
 #include "processor.h"
 #include "pyjson.h" /* vw_pyjson_validate: the checker these rows come from */
@@ -43,11 +44,15 @@
 vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
                          vw_result *out, vw_err *err);
 
-/* As vw_admit_check, but a rejection's value is already the final result value
- * (what vw_result_value makes of vw_admit_check's): one buffer, built once.
- * rec->request_id and rec->topic must be set. The worker's per-record path. */
-vw_status vw_admit_check_final(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
-                               vw_result *out, vw_err *err);
+/* The same checks for the worker's per-record path: when rec is rejected,
+ * writes the final result value (what vw_result_value makes of vw_admit_check's
+ * value: request_id and source first) into sb, reset first so its allocation is
+ * reused, sets *status and type, and returns true (sb->oom on allocation
+ * failure); false when the record passes (sb untouched). rec->request_id and
+ * rec->topic must be set. */
+#define VW_REJECT_TYPE_MAX 48
+bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb,
+                          int *status, char type[VW_REJECT_TYPE_MAX]);
 
 /* Room for "topic:partition:offset" with a topic name of Kafka's maximum length
  * (249 bytes) and two 20-digit numbers. */

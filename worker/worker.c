@@ -74,7 +74,8 @@ void vw_item_free(vw_item *it) {
         it->w->proc->ops->item_free(it->w->proc, it->proc_item);
     clear_result(it);
     free(it->msg);
-    free(it->out_value);
+    if (!it->out_inline)
+        free(it->out_value);
     free(it);
 }
 
@@ -179,11 +180,13 @@ static const vw_range *range_of(const struct vw_worker *w, int32_t partition) {
     return NULL;
 }
 
-/* One allocation holds the item, its request id, key and value. */
+/* One allocation holds the item, its request id, key and value, and, for a
+ * record the worker-level checks reject, its final result value: the checks
+ * run on the consumed bytes first, writing that value into w->scratch. */
 static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint32_t epoch) {
     const void *hid, *reply;
     size_t hid_len, reply_len, id_len;
-    char src[VW_SOURCE_MAX];
+    char src[VW_SOURCE_MAX], idbuf[256];
     rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
     if (rd_kafka_message_headers(m, &hdrs))
         hdrs = NULL;
@@ -191,21 +194,39 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
     const char *id = vw_request_id_pick(w->topic, m->partition, m->offset, hid, hid_len, m->key,
                                         m->key_len, src, &id_len);
-    size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
-    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len);
-    if (!it)
+    char *idc = id_len < sizeof idbuf ? idbuf : malloc(id_len + 1);
+    if (!idc)
         return NULL;
-    memset(it, 0, sizeof *it);
+    memcpy(idc, id, id_len);
+    idc[id_len] = 0;
     rd_kafka_timestamp_type_t tstype;
+    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+    size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
+    vw_record rec = {w->topic, m->partition, m->offset, ts, m->key, key_len, m->payload, value_len,
+                     idc};
+    int status = 0;
+    char type[VW_REJECT_TYPE_MAX] = "";
+    bool rejected = vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, &w->scratch,
+                                         &status, type);
+    bool oom = rejected && vw_sbuf_status(&w->scratch);
+    size_t out_len = rejected && !oom ? w->scratch.len : 0;
+    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len + out_len);
+    if (!it) {
+        if (idc != idbuf)
+            free(idc);
+        return NULL;
+    }
+    memset(it, 0, sizeof *it);
     it->w = w;
     it->partition = m->partition;
     it->offset = m->offset;
     it->epoch = epoch;
-    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
+    it->timestamp = ts;
     it->admitted_ms = w->turn_ms;
     it->request_id = it->data;
-    memcpy(it->request_id, id, id_len);
-    it->request_id[id_len] = 0;
+    memcpy(it->request_id, idc, id_len + 1);
+    if (idc != idbuf)
+        free(idc);
     it->key = m->key ? it->data + id_len + 1 : NULL;
     it->key_len = key_len;
     if (key_len)
@@ -215,30 +236,26 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     if (value_len)
         memcpy(it->value, m->payload, value_len);
     it->reply_topic = vw_reply_topic(w->cfg, reply, reply_len);
+    if (oom) {
+        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+    } else if (rejected) {
+        it->kind = VW_RESULT_RECORD;
+        it->vela_status = status;
+        set_type(it, type);
+        it->out_value = (char *)it->value + value_len;
+        it->out_len = out_len;
+        it->out_inline = true;
+        memcpy(it->out_value, w->scratch.p, out_len);
+    }
     return it;
 }
 
-/* Runs the worker-level checks, then the processor's admit. Leaves the item
- * either with a finished result, or with a pending processor item. A
- * worker-level rejection comes with its final value (out_value). */
+/* The processor's admit, for a record the worker-level checks passed. Leaves
+ * the item either with a finished result, or with a pending processor item. */
 static void admit(struct vw_worker *w, vw_item *it) {
     vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp, it->key,
                      it->key_len, it->value,     it->value_len, it->request_id};
-    bool rejected = false;
     vw_err err = {0};
-    vw_result r;
-    if (vw_admit_check_final(&rec, w->cfg->limits.max_request_bytes, &rejected, &r, &err)) {
-        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
-        return;
-    }
-    if (rejected) {
-        it->kind = VW_RESULT_RECORD;
-        it->vela_status = r.vela_status;
-        set_type(it, r.err.type);
-        it->out_value = r.value;
-        it->out_len = r.value_len;
-        return;
-    }
     vw_admission adm = {0};
     if (w->proc->ops->admit(w->proc, &rec, &adm, &err)) {
         vw_result_clear(&adm.result);
@@ -272,7 +289,8 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
                (int)m->partition, (long long)m->offset);
         return;
     }
-    admit(w, it);
+    if (it->kind == VW_RESULT_RECORD && !it->out_value)
+        admit(w, it);
     if (it->proc_item) {
         if (vw_batcher_push(w->batcher, it, it->tokens, w->turn_ms, &err) == VW_OK)
             return;
@@ -664,6 +682,7 @@ void vw_worker_free(vw_worker *w) {
     vw_queue_free(w->to_exec, free_batch_items);
     vw_queue_free(w->from_exec, free_batch_items);
     vw_offsets_free(w->tracker);
+    vw_sbuf_free(&w->scratch);
     for (int i = 0; i < 2; i++)
         if (w->wake[i] >= 0)
             close(w->wake[i]);

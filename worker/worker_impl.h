@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "batcher.h"
+#include "canonical_json.h" /* vw_sbuf */
 #include "config.h"
 #include "crashpoint.h"
 #include "log.h"
@@ -59,6 +60,7 @@ typedef struct vw_item {
     char type[48]; /* the rejection type the result named (metrics), or why RETRY/FATAL */
     char *msg;     /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
     char *out_value; /* produced bytes (owned here until the delivery report) */
+    bool out_inline; /* out_value lives in data[] (a worker-level rejection) */
     size_t out_len;
     bool dead_letter; /* produced to the DLQ topic */
     bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */
@@ -97,6 +99,7 @@ struct vw_worker {
     bool backpressure; /* in-flight limit reached: records stay in librdkafka's queue */
     bool more;         /* the last turn left work queued: do not sleep */
     int64_t turn_ms; /* vw_now_ms() at the start of this turn (admission times) */
+    vw_sbuf scratch; /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
