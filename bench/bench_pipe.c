@@ -326,14 +326,27 @@ static int measure(char **a) {
         printf("measure: only %ld of %ld results\n", n, count);
         return 1;
     }
+    /* mid: records over the span between the 10th and the 90th percentile
+     * of the result timestamps: the steady state, without start-up (group
+     * join, first produce) and tail effects. */
+    int64_t *rts = calloc((size_t)n, sizeof *rts);
+    long k = 0;
+    for (long i = 0; i < nres; i++)
+        if (res[i].key >= 0 && res[i].key < count && sent[res[i].key])
+            rts[k++] = res[i].ts;
+    qsort(rts, (size_t)k, sizeof *rts, cmp_i64);
+    long lo = k / 10, hi = (k * 9) / 10;
+    double mid_span = k > 10 ? (double)(rts[hi] - rts[lo]) / 1e3 : 0.0;
+    free(rts);
     qsort(lat, (size_t)n, sizeof *lat, cmp_i64);
     /* rate: records over the makespan, first request to last result; drain:
      * records over the span of the results alone (CPU-bound when the input
      * was already waiting). */
     double make = (double)(last - first_req) / 1e3, span = (double)(last - first) / 1e3;
-    printf("records=%ld rate=%.0f drain=%.0f p50_ms=%lld p99_ms=%lld makespan_s=%.3f\n", n,
+    printf("records=%ld rate=%.0f drain=%.0f mid=%.0f p50_ms=%lld p99_ms=%lld makespan_s=%.3f\n", n,
            make > 0 ? (double)n / make : 0.0, span > 0 ? (double)(n - 1) / span : 0.0,
-           (long long)lat[n / 2], (long long)lat[(n * 99) / 100], make);
+           mid_span > 0 ? (double)(hi - lo) / mid_span : 0.0, (long long)lat[n / 2],
+           (long long)lat[(n * 99) / 100], make);
     free(req);
     free(res);
     free(sent);

@@ -2,25 +2,35 @@
 # bench/pipeline.sh — vela-worker's record pipeline beside a raw librdkafka
 # consume -> produce pipe (bench/bench_pipe.c), on the same `vela-worker broker`
 # (librdkafka 2.0.2 mock cluster) in the same run, with trivially rejected
-# records ("x": 400 json_invalid, so no model time is involved). Both pipelines
-# are started, joined and warmed up (500 records) before anything is measured.
-#   1. burst: N records produced as fast as possible; rate = N over the
-#      makespan (first request CreateTime to last result CreateTime); drain = N
-#      over the span of the results alone (what the pipeline itself can do
-#      once the input is there).
-#   2. latency: M records produced open-loop at RATE/s; p50/p99 of (result
-#      CreateTime - request CreateTime).
-# Prints both pipelines and the worker/pipe ratio of the burst rate (target
-# >= 0.9x) and of the drain rate.
-#   bench/pipeline.sh [N=20000] [RATE=2000] [M=4000]
+# records ("x": 400 json_invalid, so no model time is involved).
+#
+#   1. throughput, ROUNDS rounds: N records are loaded into an input topic
+#      first (the loader is not running during the measurement), then the
+#      pipeline starts and turns them into N results. Rate = the middle 80 % of
+#      the results over their CreateTime span (bench_pipe measure "mid": the
+#      steady state, without the group join and the first produce). Each round
+#      runs three pipelines in turn on fresh topics:
+#        worker   vela-worker run (test-echo config: every record rejected by
+#                 the worker-level checks, the result record of the contract)
+#        pipe     bench_pipe pipe: one record per input, the key and a 14-byte
+#                 constant value, no headers
+#        shaped   bench_pipe pipe with BENCH_PIPE_SHAPED=1: the worker's record
+#                 shape (its four headers, a 210-byte value) at the least CPU
+#   2. latency: M records produced open-loop at RATE/s into a running, warmed
+#      pipeline; p50/p99 of (result CreateTime - request CreateTime), worker
+#      and pipe.
+# Prints every round, the medians and the ratios worker/pipe and
+# worker/shaped (target >= 0.9x the raw pipe).
+#   bench/pipeline.sh [N=100000] [RATE=2000] [M=4000] [ROUNDS=3]
 # Env: VW_BENCH_BUILD (default build-bench), BENCH_FETCH_WAIT_MS (10) and
-# BENCH_LINGER_MS (5) apply to both pipelines; BENCH_MAX_IN_FLIGHT (100000:
+# BENCH_LINGER_MS (5) apply to all pipelines; BENCH_MAX_IN_FLIGHT (100000:
 # the pipe has no bound, so neither has the worker by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-20000}
+N=${1:-100000}
 RATE=${2:-2000}
 M=${3:-4000}
+ROUNDS=${4:-3}
 build=${VW_BENCH_BUILD:-build-bench}
 export BENCH_FETCH_WAIT_MS=${BENCH_FETCH_WAIT_MS:-10} BENCH_LINGER_MS=${BENCH_LINGER_MS:-5}
 # Neither pipeline uses BLAS; an idle OpenBLAS pool must not spin on the cores.
@@ -39,8 +49,12 @@ cmake --build "$build" --target vela-worker bench_pipe -j 2 >/dev/null
 bin=$build/vela-worker
 pipe=$build/bench_pipe
 
-"$bin" broker --topics bw:4,brw:4,bp:4,brp:4,lw:4,lrw:4,lp:4,lrp:4,dlq:1 \
-  --bootstrap-file "$tmp/boot" >"$tmp/broker.out" 2>"$tmp/broker.log" &
+topics=dlq:1,lw:4,lrw:4,lp:4,lrp:4
+for r in $(seq "$ROUNDS"); do
+  for k in w p s; do topics+=",i$k$r:4,o$k$r:4"; done
+done
+"$bin" broker --topics "$topics" --bootstrap-file "$tmp/boot" >"$tmp/broker.out" \
+  2>"$tmp/broker.log" &
 pids+=($!)
 for _ in $(seq 100); do [[ -s $tmp/boot ]] && break; sleep 0.1; done
 B=$(cat "$tmp/boot")
@@ -61,62 +75,85 @@ metrics: {listen: ""}
 log: {level: warn}
 YAML
 
-# start_worker GROUP IN OUT LOG: the worker in the background, joined and warm.
-start_worker() {
-  VELA_KAFKA_GROUP_ID=$1 VELA_TOPICS_INPUT=$2 VELA_TOPICS_RESULTS=$3 \
-    "$bin" run --config "$tmp/worker.yaml" 2>"$4" &
-  wpid=$!
-  pids+=("$wpid")
-  warm "$2"
+field() { sed -n "s/.*[ ^]$1=\([0-9.]*\).*/\1/p" <<<" $2"; }
+
+# throughput KIND ROUND: loads N records, runs one pipeline over them, prints
+# the measure line.
+throughput() {
+  local kind=$1 r=$2 in=i$1$2 out=o$1$2
+  "$pipe" load "$B" "$in" "$N" 0 x >/dev/null
+  case $kind in
+    w)
+      VELA_KAFKA_GROUP_ID=g$in VELA_TOPICS_INPUT=$in VELA_TOPICS_RESULTS=$out \
+        "$bin" run --config "$tmp/worker.yaml" 2>"$tmp/w$r.log" &
+      local wp=$!
+      pids+=("$wp")
+      "$pipe" measure "$B" "$in" "$out" "$N" 180
+      kill -TERM "$wp" && wait "$wp"
+      ;;
+    p | s)
+      BENCH_PIPE_SHAPED=$([[ $kind == s ]] && echo 1 || echo 0) \
+        "$pipe" pipe "$B" "$in" "$out" g$in "$N" &
+      local pp=$!
+      pids+=("$pp")
+      "$pipe" measure "$B" "$in" "$out" "$N" 180
+      wait "$pp"
+      ;;
+  esac
 }
-# start_pipe GROUP IN OUT COUNT: the raw pipe in the background, joined and warm.
-start_pipe() {
-  "$pipe" pipe "$B" "$2" "$3" "$1" $(($4 + 500)) &
-  ppid=$!
-  pids+=("$ppid")
-  warm "$2"
-}
-# warm TOPIC: the first group join takes 3 s on the mock, the first produce ~1 s.
-warm() {
-  sleep 5
-  "$pipe" load "$B" "$1" 500 500 x w >/dev/null
+
+declare -A mid
+echo "== throughput: $N preloaded records, $ROUNDS rounds"
+for r in $(seq "$ROUNDS"); do
+  for k in w p s; do
+    line=$(throughput "$k" "$r")
+    mid[$k$r]=$(field mid "$line")
+    printf "round %d %-7s %s\n" "$r" "$(case $k in w) echo worker ;; p) echo pipe ;; s) echo shaped ;; esac)" "$line"
+  done
+done
+
+# latency IN OUT GROUP KIND: M records at RATE/s into a running, warmed pipeline.
+latency() {
+  local in=$1 out=$2 kind=$3 p
+  if [[ $kind == w ]]; then
+    VELA_KAFKA_GROUP_ID=g$in VELA_TOPICS_INPUT=$in VELA_TOPICS_RESULTS=$out \
+      "$bin" run --config "$tmp/worker.yaml" 2>"$tmp/wl.log" &
+  else
+    "$pipe" pipe "$B" "$in" "$out" g$in $((M + 500)) &
+  fi
+  p=$!
+  pids+=("$p")
+  sleep 5 # the first group join takes 3 s on the mock, the first produce ~1 s
+  "$pipe" load "$B" "$in" 500 500 x w >/dev/null
   sleep 2
+  "$pipe" load "$B" "$in" "$M" "$RATE" x >/dev/null
+  "$pipe" measure "$B" "$in" "$out" "$M" 60
+  if [[ $kind == w ]]; then kill -TERM "$p"; fi
+  wait "$p"
 }
-field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
-
-echo "== burst: $N records produced as fast as possible"
-start_worker bench-bw bw brw "$tmp/w1.log"
-"$pipe" load "$B" bw "$N" 0 x
-w1=$("$pipe" measure "$B" bw brw "$N" 180)
-kill -TERM "$wpid" && wait "$wpid"
-start_pipe bench-bp bp brp "$N"
-"$pipe" load "$B" bp "$N" 0 x
-wait "$ppid"
-p1=$("$pipe" measure "$B" bp brp "$N" 60)
-echo "worker: $w1"
-echo "pipe:   $p1"
-
 echo "== latency: $M records at $RATE/s"
-start_worker bench-lw lw lrw "$tmp/w2.log"
-"$pipe" load "$B" lw "$M" "$RATE" x
-w2=$("$pipe" measure "$B" lw lrw "$M" 60)
-kill -TERM "$wpid" && wait "$wpid"
-start_pipe bench-lp lp lrp "$M"
-"$pipe" load "$B" lp "$M" "$RATE" x
-wait "$ppid"
-p2=$("$pipe" measure "$B" lp lrp "$M" 60)
-echo "worker: $w2"
-echo "pipe:   $p2"
+lw=$(latency lw lrw w)
+lp=$(latency lp lrp p)
+echo "worker: $lw"
+echo "pipe:   $lp"
 
+median() { printf "%s\n" "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+ws=() ps=() ss=()
+for r in $(seq "$ROUNDS"); do
+  ws+=("${mid[w$r]}")
+  ps+=("${mid[p$r]}")
+  ss+=("${mid[s$r]}")
+done
+mw=$(median "${ws[@]}") mp=$(median "${ps[@]}") ms=$(median "${ss[@]}")
 echo
-printf "%-34s %12s %12s %8s %8s\n" "" "burst rec/s" "drain rec/s" "p50 ms" "p99 ms"
-printf "%-34s %12s %12s %8s %8s\n" "vela-worker (rejections)" "$(field rate "$w1")" \
-  "$(field drain "$w1")" "$(field p50_ms "$w2")" "$(field p99_ms "$w2")"
-printf "%-34s %12s %12s %8s %8s\n" "raw librdkafka pipe (bench_pipe)" "$(field rate "$p1")" \
-  "$(field drain "$p1")" "$(field p50_ms "$p2")" "$(field p99_ms "$p2")"
-awk -v w="$(field rate "$w1")" -v p="$(field rate "$p1")" -v wd="$(field drain "$w1")" \
-  -v pd="$(field drain "$p1")" 'BEGIN {
+printf "%-44s %14s %8s %8s\n" "median of $ROUNDS rounds" "records/s" "p50 ms" "p99 ms"
+printf "%-44s %14s %8s %8s\n" "vela-worker (rejections)" "$mw" "$(field p50_ms "$lw")" \
+  "$(field p99_ms "$lw")"
+printf "%-44s %14s %8s %8s\n" "raw pipe, bare records (bench_pipe)" "$mp" "$(field p50_ms "$lp")" \
+  "$(field p99_ms "$lp")"
+printf "%-44s %14s\n" "raw pipe, the worker's record shape" "$ms"
+awk -v w="$mw" -v p="$mp" -v s="$ms" 'BEGIN {
     r = w / p; v = (r >= 0.9) ? "OK" : "BELOW TARGET"
-    printf "worker/pipe: burst %.2fx (target >= 0.9x: %s), drain %.2fx\n", r, v, wd / pd }'
+    printf "worker/pipe %.2fx (target >= 0.9x: %s), worker/shaped pipe %.2fx\n", r, v, w / s }'
 echo "(mock broker: librdkafka 2.0.2 rdkafka_mock, 1 broker, 4 partitions," \
   "fetch.wait.max.ms=$BENCH_FETCH_WAIT_MS, linger.ms=$BENCH_LINGER_MS)"
