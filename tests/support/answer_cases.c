@@ -136,7 +136,7 @@ vw_status vw_acase_plan(vw_engine *e, const vw_acase *c, vw_plan **plan, int *st
     if (st == VW_OK && rejected) {
         *status = res.vela_status;
         vw_sbuf_put(rej, res.value, res.value_len);
-        vw_result_clear(&res);
+        free(res.value); /* a check result owns only its value (no headers) */
         return vw_sbuf_status(rej);
     }
     vw_errlist detail = {0};
