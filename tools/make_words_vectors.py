@@ -8,23 +8,15 @@ import json
 import platform
 import random
 import re
+import sys
 import unicodedata
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "fixtures" / "words"
 
-CJK = ("\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-       "\ua000-\ua4cf\uac00-\ud7af\u8c48-\ufaff\ufe30-\ufe4f\uff00-\uffef")
-TRAIL = ".,;:!?)\\]}>\"'\u201d\u2019\u00bb"
-WORD = re.compile(
-    rf"""(?:https?://|www\.)[^\s{CJK}]+?(?=[{TRAIL}]*(?![^\s{CJK}]))
-    |[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{{2,}}
-    |@[a-z0-9_]+
-    |[{CJK}]
-    |[^\W{CJK}]+(?:[-_][^\W{CJK}]+)*
-    |\S""",
-    re.VERBOSE | re.IGNORECASE,
-)
+# The one copy of the pattern: the plan recipe's (its module imports tokenizers).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_plan_goldens import CJK, WORD  # noqa: E402
 
 FIXED = [
     "state-of-the-art, well_known (yes)!",
