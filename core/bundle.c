@@ -28,6 +28,8 @@ struct vw_bundle {
     json_t *config, *calibration;
     char config_sha256[65]; /* verified digest of config.json (hex) */
     char *tok_json;
+    char *config_json, *cal_json; /* verified bytes of config.json, calibration.json */
+    size_t config_len, cal_len;
     size_t tok_len;
     vw_qwen35_config bb;
     const char *prefix;
@@ -101,26 +103,41 @@ done:
     return st;
 }
 
-/* Reads and parses dir/name as a JSON object (absent -> missing_file). */
-static vw_status load_json(const char *dir, const char *name, json_t **out, vw_err *err) {
-    *out = NULL;
-    char *path = NULL, *buf = NULL;
-    size_t len = 0;
+/* Reads dir/name (absent -> missing_file) into *buf (NUL-terminated). */
+static vw_status load_bytes(const char *dir, const char *name, char **buf, size_t *len,
+                            vw_err *err) {
+    char *path = NULL;
+    *buf = NULL;
     vw_status st = resolve(dir, name, &path, err);
     if (st == VW_OK)
-        st = read_all(path, name, &buf, &len, err);
-    if (st == VW_OK) {
-        json_error_t je;
-        *out = json_loadb(buf, len, 0, &je);
-        if (!json_is_object(*out)) {
-            st = VW_FAIL(err, VW_EINVAL, "bad_json", "bundle file %s: %s", name,
-                         *out ? "not a JSON object" : je.text);
-            json_decref(*out);
-            *out = NULL;
-        }
-    }
-    free(buf);
+        st = read_all(path, name, buf, len, err);
     free(path);
+    return st;
+}
+
+/* Parses a file's bytes as a JSON object. */
+static vw_status parse_object(const char *name, const char *buf, size_t len, json_t **out,
+                              vw_err *err) {
+    json_error_t je;
+    *out = json_loadb(buf, len, 0, &je);
+    if (json_is_object(*out))
+        return VW_OK;
+    vw_status st = VW_FAIL(err, VW_EINVAL, "bad_json", "bundle file %s: %s", name,
+                           *out ? "not a JSON object" : je.text);
+    json_decref(*out);
+    *out = NULL;
+    return st;
+}
+
+/* Reads and parses dir/name as a JSON object (absent -> missing_file). */
+static vw_status load_json(const char *dir, const char *name, json_t **out, vw_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    *out = NULL;
+    vw_status st = load_bytes(dir, name, &buf, &len, err);
+    if (st == VW_OK)
+        st = parse_object(name, buf, len, out, err);
+    free(buf);
     return st;
 }
 
@@ -150,17 +167,32 @@ static vw_status parse_sums(const char *dir, json_t **out, vw_err *err) {
     return st;
 }
 
-/* Hashes one file and compares it with each list that names it. */
-static vw_status verify_file(const char *dir, const char *name, const json_t *man,
-                             const json_t *sums, int must_be_listed, vw_err *err) {
+/* Files the bundle keeps in memory: they are hashed from these bytes, the
+ * bytes that are then used, never read again from disk. */
+typedef struct mem_file {
+    const char *name;
+    const char *buf;
+    size_t len;
+} mem_file;
+enum { N_MEM = 3 };
+
+/* Hashes one file (its kept bytes, if it is one of mem) and compares it with
+ * each list that names it. */
+static vw_status verify_file(const char *dir, const char *name, const mem_file *mem,
+                             const json_t *man, const json_t *sums, int must_be_listed,
+                             vw_err *err) {
     const json_t *want[2] = {json_object_get(man, name), json_object_get(sums, name)};
     const char *src[2] = {MANIFEST, SUMS};
     if (must_be_listed && !want[0] && !want[1])
         return VW_FAIL(err, VW_EINTEGRITY, "unlisted_file",
                        "bundle file %s has no digest in " MANIFEST " or " SUMS, name);
     char *path = NULL, hex[VW_SHA256_HEX];
-    vw_status st = resolve(dir, name, &path, err);
-    if (st == VW_OK)
+    const mem_file *m = NULL;
+    for (int i = 0; i < N_MEM && !m; i++)
+        if (!strcmp(mem[i].name, name))
+            m = &mem[i];
+    vw_status st = m ? vw_sha256_hex(m->buf, m->len, hex, err) : resolve(dir, name, &path, err);
+    if (st == VW_OK && !m)
         st = vw_sha256_file(path, hex, err);
     for (int i = 0; i < 2 && st == VW_OK; i++) {
         if (!want[i])
@@ -206,10 +238,11 @@ static vw_status weight_files(const json_t *index, const char ***names, size_t *
 
 /* Verifies every file read plus every file a digest list names. */
 static vw_status verify_all(const char *dir, const char **loaded, size_t n_loaded,
-                            const json_t *man_files, const json_t *sums, vw_err *err) {
+                            const mem_file *mem, const json_t *man_files, const json_t *sums,
+                            vw_err *err) {
     vw_status st = VW_OK;
     for (size_t i = 0; i < n_loaded && st == VW_OK; i++)
-        st = verify_file(dir, loaded[i], man_files, sums, 1, err);
+        st = verify_file(dir, loaded[i], mem, man_files, sums, 1, err);
     const json_t *lists[2] = {man_files, sums};
     for (int l = 0; l < 2 && st == VW_OK; l++) {
         const char *key;
@@ -217,7 +250,7 @@ static vw_status verify_all(const char *dir, const char **loaded, size_t n_loade
         json_object_foreach((json_t *)lists[l], key, v) {
             if (!strcmp(key, MANIFEST) && l == 0)
                 continue; /* a manifest cannot hold its own digest */
-            st = verify_file(dir, key, man_files, sums, 0, err);
+            st = verify_file(dir, key, mem, man_files, sums, 0, err);
             if (st != VW_OK)
                 break;
         }
@@ -421,7 +454,9 @@ static vw_status open_weights(vw_bundle *b, const char **shards, size_t n, int h
 /* ---- open ---------------------------------------------------------------- */
 
 static vw_status read_config(vw_bundle *b, vw_err *err) {
-    vw_status st = load_json(b->dir, "config.json", &b->config, err);
+    vw_status st = load_bytes(b->dir, "config.json", &b->config_json, &b->config_len, err);
+    if (st == VW_OK)
+        st = parse_object("config.json", b->config_json, b->config_len, &b->config, err);
     if (st != VW_OK)
         return st;
     const json_t *mt = json_object_get(b->config, "model_type");
@@ -460,7 +495,16 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
         st = weight_files(index, &shards, &n_shards, err);
     if (st == VW_OK && !(loaded = malloc((n_shards + 6) * sizeof *loaded)))
         st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "file list");
+    /* The small files are read once, before verification: what is hashed is
+     * what is used. */
+    if (st == VW_OK)
+        st = load_bytes(b->dir, "calibration.json", &b->cal_json, &b->cal_len, err);
+    if (st == VW_OK)
+        st = load_bytes(b->dir, "tokenizer.json", &b->tok_json, &b->tok_len, err);
     if (st == VW_OK) {
+        const mem_file mem[N_MEM] = {{"config.json", b->config_json, b->config_len},
+                                     {"calibration.json", b->cal_json, b->cal_len},
+                                     {"tokenizer.json", b->tok_json, b->tok_len}};
         const char *fixed[] = {"config.json", "calibration.json", "tokenizer.json"};
         for (size_t i = 0; i < 3; i++)
             loaded[n_loaded++] = fixed[i];
@@ -470,7 +514,7 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
             loaded[n_loaded++] = BROAD;
         for (size_t i = 0; i < n_shards; i++)
             loaded[n_loaded++] = shards[i];
-        st = verify_all(b->dir, loaded, n_loaded, man_files, sums, err);
+        st = verify_all(b->dir, loaded, n_loaded, mem, man_files, sums, err);
     }
     if (st == VW_OK) {
         const char *h = json_string_value(json_object_get(man_files, "config.json"));
@@ -479,9 +523,7 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
         snprintf(b->config_sha256, sizeof b->config_sha256, "%s", h ? h : "");
     }
     if (st == VW_OK)
-        st = load_json(b->dir, "calibration.json", &b->calibration, err);
-    if (st == VW_OK && (st = resolve(b->dir, "tokenizer.json", &probe, err)) == VW_OK)
-        st = read_all(probe, "tokenizer.json", &b->tok_json, &b->tok_len, err);
+        st = parse_object("calibration.json", b->cal_json, b->cal_len, &b->calibration, err);
     if (st == VW_OK)
         st = open_weights(b, shards, n_shards, has_broad, index, err);
     free(probe);
@@ -523,6 +565,8 @@ void vw_bundle_free(vw_bundle *b) {
         vw_st_close(b->shards[i]);
     free(b->shards);
     free(b->tok_json);
+    free(b->config_json);
+    free(b->cal_json);
     json_decref(b->calibration);
     json_decref(b->config);
     free(b->dir);
@@ -555,6 +599,16 @@ const json_t *vw_bundle_config(const vw_bundle *b) {
 }
 const json_t *vw_bundle_calibration(const vw_bundle *b) {
     return b->calibration;
+}
+
+const char *vw_bundle_config_json(const vw_bundle *b, size_t *len) {
+    *len = b->config_len;
+    return b->config_json;
+}
+
+const char *vw_bundle_calibration_json(const vw_bundle *b, size_t *len) {
+    *len = b->cal_len;
+    return b->cal_json;
 }
 
 const char *vw_bundle_tokenizer_json(const vw_bundle *b, size_t *len) {

@@ -78,6 +78,12 @@ const char *vw_bundle_backbone_prefix(const vw_bundle *b); /* e.g. "backbone." *
 int64_t vw_bundle_max_length(const vw_bundle *b);          /* config.json max_length */
 int vw_bundle_has_broad_head(const vw_bundle *b);
 
+/* The verified bytes of config.json / calibration.json (NUL-terminated,
+ * borrowed): read once, hashed, then parsed from these bytes, so a file
+ * changed on disk after opening is never used. */
+const char *vw_bundle_config_json(const vw_bundle *b, size_t *len);
+const char *vw_bundle_calibration_json(const vw_bundle *b, size_t *len);
+
 /* Parsed config.json / calibration.json (borrowed jansson objects). */
 const json_t *vw_bundle_config(const vw_bundle *b);
 const json_t *vw_bundle_calibration(const vw_bundle *b);

@@ -57,6 +57,16 @@ static vw_status lookup_tensor(void *ctx, const char *name, vw_tensor_view *out,
     return VW_OK;
 }
 
+/* Admission's configuration from the bundle's verified config.json and
+ * calibration.json bytes (not re-read from disk). */
+static vw_status admit_cfg_of(const vw_bundle *b, vw_admit_cfg **out, vw_err *err) {
+    size_t config_len, cal_len;
+    const char *config = vw_bundle_config_json(b, &config_len);
+    const char *cal = vw_bundle_calibration_json(b, &cal_len);
+    return vw_admit_cfg_parse(config, config_len, cal, cal_len, vw_bundle_has_broad_head(b) != 0,
+                              out, err);
+}
+
 static void set_model_name(vw_engine *e, const char *dir) {
     const json_t *cfg = vw_bundle_config(e->bundle);
     const char *name = json_string_value(json_object_get(cfg, "model_name"));
@@ -87,7 +97,7 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
     if (st == VW_OK)
         st = vw_tok_load_json(tok_json, tok_len, &e->tok, err);
     if (st == VW_OK)
-        st = vw_admit_cfg_load(vw_bundle_dir(e->bundle), &e->acfg, err);
+        st = admit_cfg_of(e->bundle, &e->acfg, err);
     if (st == VW_OK)
         st = vw_renderer_new(e->acfg, vw_encoder_tok(e->tok), &e->rend, err);
     if (st == VW_OK)

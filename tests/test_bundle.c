@@ -223,6 +223,34 @@ Test(bundle, refuses_flipped_byte_in_json) {
     remove_tree(dir);
 }
 
+/* The small JSON files are hashed from the bytes the bundle keeps and uses:
+ * changing them on disk after opening changes nothing the bundle hands out. */
+Test(bundle, keeps_the_verified_json_bytes) {
+    char *dir = copy_bundle();
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
+    const char *names[] = {"config.json", "calibration.json"};
+    size_t len[2];
+    const char *bytes[2] = {vw_bundle_config_json(b, &len[0]),
+                            vw_bundle_calibration_json(b, &len[1])};
+    for (int i = 0; i < 2; i++) {
+        char *p = path_in(dir, names[i]);
+        size_t n = 0;
+        char *disk = vw_test_read_file(p, &n);
+        cr_assert(n == len[i] && !memcmp(disk, bytes[i], n), "%s: the bytes on disk", names[i]);
+        write_file(p, "{}", 2); /* replaced after opening */
+        free(disk);
+        free(p);
+    }
+    char hex[VW_SHA256_HEX];
+    cr_assert_eq(vw_sha256_hex(bytes[0], len[0], hex, &err), VW_OK);
+    cr_assert_str_eq(hex, vw_bundle_config_sha256(b), "config.json: still the verified bytes");
+    cr_assert_gt(len[1], 2, "calibration.json: still the verified bytes");
+    vw_bundle_free(b);
+    remove_tree(dir);
+}
+
 Test(bundle, refuses_missing_shard) {
     char *dir = copy_bundle();
     char *p = path_in(dir, "model-00001-of-00002.safetensors");
