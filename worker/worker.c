@@ -209,6 +209,8 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     bool rejected = vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, &w->scratch,
                                          &status, type);
     bool oom = rejected && vw_sbuf_status(&w->scratch);
+    if (oom) /* the out-of-memory mark is sticky: start the next record afresh */
+        vw_sbuf_free(&w->scratch);
     size_t out_len = rejected && !oom ? w->scratch.len : 0;
     vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len + out_len);
     if (!it) {
