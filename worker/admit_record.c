@@ -116,7 +116,7 @@ static bool find_reject(const vw_record *rec, int64_t max_request_bytes, vw_body
     return vw_body_reject_of(&chk, rej);
 }
 
-static void copy_type(char *dst, size_t cap, const char *type) {
+void vw_copy_type(char *dst, size_t cap, const char *type) {
     size_t n = strlen(type);
     if (n >= cap)
         n = cap - 1;
@@ -140,7 +140,7 @@ vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *
     out->kind = VW_RESULT_RECORD;
     out->vela_status = rej.status;
     out->value = vw_sbuf_take(&sb, &out->value_len);
-    copy_type(out->err.type, sizeof out->err.type, rej.type);
+    vw_copy_type(out->err.type, sizeof out->err.type, rej.type);
     return VW_OK;
 }
 
@@ -152,7 +152,7 @@ bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sb
     vw_sbuf_reset(sb);
     write_triple(sb, rec, &rej);
     *status = rej.status;
-    copy_type(type, VW_REJECT_TYPE_MAX, rej.type);
+    vw_copy_type(type, VW_REJECT_TYPE_MAX, rej.type);
     return true;
 }
 

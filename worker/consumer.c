@@ -51,7 +51,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     VW_LOG(w->log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
 }
 
-static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     struct vw_worker *w = opaque;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char cause[512];
@@ -338,7 +338,7 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
         return st;
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_log_cb(conf, on_log);
-    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
     rd_kafka_conf_set_stats_cb(conf, on_stats);
     if (!w->replay) {
         rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);

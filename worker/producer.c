@@ -234,21 +234,6 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     VW_LOG(w->log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
 }
 
-static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    struct vw_worker *w = opaque;
-    if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char cause[512];
-        rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
-        VW_LOG(w->log, VW_LOG_ERROR, "producer", "fatal producer error err=%s reason=\"%s\"",
-               rd_kafka_err2name(real), cause);
-        w->fatal = true;
-        vw_metrics_set_fatal(w->metrics);
-        return;
-    }
-    VW_LOG(w->log, VW_LOG_WARN, "producer", "client error err=%s reason=\"%s\"",
-           rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
-}
-
 vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -270,7 +255,7 @@ vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
         goto done;
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
     rd_kafka_conf_set_log_cb(conf, on_log);
     w->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     if (!w->producer) {

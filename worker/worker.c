@@ -80,11 +80,7 @@ void vw_item_free(vw_item *it) {
 }
 
 static void set_type(vw_item *it, const char *type) {
-    size_t n = strlen(type);
-    if (n >= sizeof it->type)
-        n = sizeof it->type - 1;
-    memcpy(it->type, type, n);
-    it->type[n] = 0;
+    vw_copy_type(it->type, sizeof it->type, type);
 }
 
 void vw_item_take(vw_item *it, vw_result *r) {

@@ -162,6 +162,10 @@ void vw_worker_collect(struct vw_worker *w);
 /* worker.c: drops batched/retrying items of a partition (revoke). */
 void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
 
+/* The error callback of both clients (consumer.c): a fatal error (e.g. of the
+ * idempotent producer) stops the worker; anything else is logged. */
+void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+
 /* librdkafka conf helpers (consumer.c): set one property, logging failures;
  * apply a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
