@@ -1,6 +1,7 @@
 /* calibration.c — calibration.json and the float64 answer arithmetic (see
  * calibration.h; vela-answer-spec §4). Never decodes spans or formats JSON. */
 #include "calibration.h"
+#include "pairwise_sum.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -583,33 +584,8 @@ double vw_cal_noul(const vw_cal *cal, double p, bool enabled) {
 
 /* ---- float64 arithmetic --------------------------------------------------- */
 
-/* NumPy's pairwise summation (loops_utils.h): plain below 8, eight interleaved
- * partial sums up to 128, halves (rounded to a multiple of 8) above. The reduce
- * starts from the identity -0.0, which does not change a non-empty sum. */
-double vw_sum_pairwise(const double *x, size_t n) {
-    if (n < 8) {
-        double res = 0.0;
-        for (size_t i = 0; i < n; i++)
-            res += x[i];
-        return res;
-    }
-    if (n <= 128) {
-        double r[8];
-        for (size_t j = 0; j < 8; j++)
-            r[j] = x[j];
-        size_t i = 8;
-        for (; i < n - (n % 8); i += 8)
-            for (size_t j = 0; j < 8; j++)
-                r[j] += x[i + j];
-        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            res += x[i];
-        return res;
-    }
-    size_t n2 = n / 2;
-    n2 -= n2 % 8;
-    return vw_sum_pairwise(x, n2) + vw_sum_pairwise(x + n2, n - n2);
-}
+/* NumPy's pairwise sum in float64 (pairwise_sum.h). */
+VW_DEFINE_PAIRWISE_SUM(, vw_sum_pairwise, double)
 
 /* Shewchuk's exact partials with the final half-even correction, as CPython's
  * math.fsum does for finite inputs. Non-overlapping float64 partials cover at

@@ -414,8 +414,8 @@ bool vw_body_too_long(size_t len, size_t max_bytes, vw_body_reject *out) {
 
 /* prefix + msg into out->msg, cut to fit. Not snprintf: this runs once per
  * rejected record, where snprintf("%s") alone cost ~1,100 instructions. */
-static void copy_msg(vw_body_reject *out, const char *prefix, const char *msg) {
-    size_t p = strlen(prefix), m = strnlen(msg, sizeof out->msg);
+static void copy_msg(vw_body_reject *out, const char *prefix, const char *msg, size_t msg_cap) {
+    size_t p = strlen(prefix), m = strnlen(msg, msg_cap);
     if (p + m >= sizeof out->msg)
         m = sizeof out->msg - 1 - p;
     memcpy(out->msg, prefix, p);
@@ -430,10 +430,10 @@ bool vw_body_reject_of(const vw_pyjson_check *c, vw_body_reject *out) {
     switch (c->kind) {
     case VW_PYJSON_SYNTAX:
         out->offset = (int64_t)c->offset;
-        copy_msg(out, "JSON decode error: ", c->msg);
+        copy_msg(out, "JSON decode error: ", c->msg, sizeof c->msg);
         return true;
     case VW_PYJSON_SURROGATE:
-        copy_msg(out, "", c->msg);
+        copy_msg(out, "", c->msg, sizeof c->msg);
         return true;
     case VW_PYJSON_OK:
         break;

@@ -1,6 +1,7 @@
 /* span_decode.c — the span decoder, sparse gate, clipping and window averaging
  * (see span_decode.h; vela-answer-spec §4.6, §6.5, §6.6, §7.1). */
 #include "span_decode.h"
+#include "pairwise_sum.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -15,32 +16,9 @@ void vw_span_list_free(vw_span_list *l) {
     l->n = 0;
 }
 
-/* NumPy's pairwise summation in float32 (float accumulators), as np.mean of a
- * float32 vector sums (see vw_sum_pairwise for the float64 twin). */
-static float sum_pairwise_f32(const float *x, size_t n) {
-    if (n < 8) {
-        float res = 0.0f;
-        for (size_t i = 0; i < n; i++)
-            res += x[i];
-        return res;
-    }
-    if (n <= 128) {
-        float r[8];
-        for (size_t j = 0; j < 8; j++)
-            r[j] = x[j];
-        size_t i = 8;
-        for (; i < n - (n % 8); i += 8)
-            for (size_t j = 0; j < 8; j++)
-                r[j] += x[i + j];
-        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            res += x[i];
-        return res;
-    }
-    size_t n2 = n / 2;
-    n2 -= n2 % 8;
-    return sum_pairwise_f32(x, n2) + sum_pairwise_f32(x + n2, n - n2);
-}
+/* NumPy's pairwise sum in float32 (float accumulators), as np.mean of a
+ * float32 vector sums (pairwise_sum.h). */
+VW_DEFINE_PAIRWISE_SUM(static, sum_pairwise_f32, float)
 
 /* Working arrays of one decode. */
 typedef struct decode_ws {

@@ -198,12 +198,12 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     rd_kafka_timestamp_type_t tstype;
     int64_t ts = rd_kafka_message_timestamp(m, &tstype);
     size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
-    vw_record rec = {w->topic, m->partition, m->offset, ts, m->key, key_len, m->payload, value_len,
-                     idc};
+    vw_record rec = {w->topic, m->partition, m->offset, ts, m->key,
+                     key_len,  m->payload,   value_len, idc};
     int status = 0;
     char type[VW_REJECT_TYPE_MAX] = "";
-    bool rejected = vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, &w->scratch,
-                                         &status, type);
+    bool rejected =
+        vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, &w->scratch, &status, type);
     bool oom = rejected && vw_sbuf_status(&w->scratch);
     if (oom) /* the out-of-memory mark is sticky: start the next record afresh */
         vw_sbuf_free(&w->scratch);

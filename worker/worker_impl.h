@@ -47,18 +47,18 @@ typedef struct vw_item {
     const char *reply_topic; /* from the allow-list (config-owned) or NULL */
     void *proc_item;         /* the processor's pending item, or NULL */
     int64_t tokens;
-    int attempts;     /* RETRY results so far */
-    int64_t due_ms;   /* retry list: when to batch again */
+    int attempts;   /* RETRY results so far */
+    int64_t due_ms; /* retry list: when to batch again */
     /* The outcome, set at admission (finished) or from the executor's result
      * (vw_item_take), or by a failure (vw_item_fail). */
     vw_result_kind kind;
-    int vela_status;    /* RECORD */
-    char *res_value;    /* RECORD from a processor: its value, without request_id/source */
+    int vela_status; /* RECORD */
+    char *res_value; /* RECORD from a processor: its value, without request_id/source */
     size_t res_len;
     vw_header *headers; /* RECORD: the processor's extra headers */
     size_t n_headers;
-    char type[48]; /* the rejection type the result named (metrics), or why RETRY/FATAL */
-    char *msg;     /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
+    char type[48];   /* the rejection type the result named (metrics), or why RETRY/FATAL */
+    char *msg;       /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
     char *out_value; /* produced bytes (owned here until the delivery report) */
     bool out_inline; /* out_value lives in data[] (a worker-level rejection) */
     size_t out_len;
@@ -98,8 +98,8 @@ struct vw_worker {
     bool paused, stopping, fatal, commit_in_flight;
     bool backpressure; /* in-flight limit reached: records stay in librdkafka's queue */
     bool more;         /* the last turn left work queued: do not sleep */
-    int64_t turn_ms; /* vw_now_ms() at the start of this turn (admission times) */
-    vw_sbuf scratch; /* rejection values are written here before their item exists */
+    int64_t turn_ms;   /* vw_now_ms() at the start of this turn (admission times) */
+    vw_sbuf scratch;   /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
