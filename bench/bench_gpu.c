@@ -4,7 +4,7 @@
  *   bench_gpu --random-bundle DIR [options]   write (or reuse) a random 0.8B bundle in DIR
  *   bench_gpu --bundle DIR [options]          any verified bundle
  * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
- *          --precision bf16|fp32  --cpu-ref 1|0  --budget-s 240  --seed 20260601
+ *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
  * none): config.json (the tiny fixture's, with the 0.8B backbone_config of
@@ -429,11 +429,14 @@ static int cpu_ref(const bench *B) {
     vw_block bl[2] = {{ids + 256, 32, ro + 1, 1}, {ids + 288, 32, ro + 2, 1}};
     vw_tree t = {ids, 256, ro, 1, bl, 2};
     const size_t H = B->gpu->hidden, n = 3 * H;
-    float *cpu_rows = malloc(n * 4), *gpu_rows = malloc(n * 4), *f32_rows = malloc(n * 4);
-    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4);
+    float *cpu_rows = malloc(n * 4), *gpu_rows = malloc(n * 4), *f32_rows = malloc(n * 4),
+          *x2_rows = malloc(n * 4);
+    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4),
+                *x2 = gpu_new(B->b, VW_CUDA_BF16X2, 4096, 4);
     vw_err err = {0};
     double t0 = now();
-    if (!cpu_rows || !gpu_rows || !f32_rows || !f32 || vw_backbone_cpu_new(B->b, &cpu, &err))
+    if (!cpu_rows || !gpu_rows || !f32_rows || !x2_rows || !f32 || !x2 ||
+        vw_backbone_cpu_new(B->b, &cpu, &err))
         return fprintf(stderr, "bench_gpu: cpu_ref setup failed %s\n", err.msg), 1;
     double cpu_load = now() - t0, cpu_s = 1e30, gpu_s = 1e30;
     for (int k = 0; k < 2; k++) {
@@ -448,17 +451,19 @@ static int cpu_ref(const bench *B) {
             return 1;
         gpu_s = fmin(gpu_s, now() - t0);
     }
-    if (run_batch(f32, &t, 1, 4096, 1, f32_rows) < 0)
+    if (run_batch(f32, &t, 1, 4096, 1, f32_rows) < 0 || run_batch(x2, &t, 1, 4096, 1, x2_rows) < 0)
         return 1;
     printf(
         "{\"event\":\"cpu_ref\",\"tokens\":320,\"cpu_load_s\":%.2f,\"cpu_s\":%.4f,\"gpu_s\":%.5f,"
-        "\"gpu_speedup\":%.1f,\"gpu_vs_cpu_max_abs\":%.4g,\"gpu_fp32_vs_cpu_max_abs\":%.4g}\n",
+        "\"gpu_speedup\":%.1f,\"gpu_vs_cpu_max_abs\":%.4g,\"gpu_fp32_vs_cpu_max_abs\":%.4g,"
+        "\"gpu_bf16x2_vs_cpu_max_abs\":%.4g}\n",
         cpu_load, cpu_s, gpu_s, cpu_s / gpu_s, max_abs_diff(gpu_rows, cpu_rows, n),
-        max_abs_diff(f32_rows, cpu_rows, n));
+        max_abs_diff(f32_rows, cpu_rows, n), max_abs_diff(x2_rows, cpu_rows, n));
     fflush(stdout);
     vw_executor_free(cpu);
     vw_executor_free(f32);
-    free(cpu_rows), free(gpu_rows), free(f32_rows);
+    vw_executor_free(x2);
+    free(cpu_rows), free(gpu_rows), free(f32_rows), free(x2_rows);
     return 0;
 }
 
@@ -528,7 +533,7 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
     vw_cuda_opts o = {.max_tokens = B->max_tokens, .max_trees = B->max_trees, .precision = prec};
     printf("{\"event\":\"device\",\"name\":\"%s\",\"precision\":\"%s\",\"max_tokens\":%zu,"
            "\"max_trees\":%zu,\"arena_bytes\":%zu,\"load_s\":%.2f}\n",
-           name, prec == VW_CUDA_BF16 ? "bf16" : "fp32", B->max_tokens, B->max_trees,
+           name, vw_cuda_precision_name(prec), B->max_tokens, B->max_trees,
            vw_backbone_cuda_arena_bytes(B->c, &o), now() - t0);
     fflush(stdout);
     size_t max_b = 1;
@@ -598,10 +603,11 @@ int main(int argc, char **argv) {
             return fprintf(stderr, "bench_gpu: unknown option %s\n", k), 2;
     }
     if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 ||
-        (strcmp(prec, "bf16") && strcmp(prec, "fp32"))) {
-        fprintf(stderr, "usage: bench_gpu --random-bundle DIR | --bundle DIR [--batches 1,8,64,256]"
-                        " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|fp32]"
-                        " [--cpu-ref 1|0] [--budget-s S] [--seed S]\n");
+        (strcmp(prec, "bf16") && strcmp(prec, "bf16x2") && strcmp(prec, "fp32"))) {
+        fprintf(stderr,
+                "usage: bench_gpu --random-bundle DIR | --bundle DIR [--batches 1,8,64,256]"
+                " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|bf16x2|fp32]"
+                " [--cpu-ref 1|0] [--budget-s S] [--seed S]\n");
         return 2;
     }
     if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5 GB */
@@ -618,7 +624,10 @@ int main(int argc, char **argv) {
     printf("{\"event\":\"bundle\",\"dir\":\"%s\",\"open_s\":%.2f}\n", dir ? dir : rnd_dir,
            now() - t0);
     B.b = b, B.c = vw_bundle_backbone_config(b);
-    int rc = run_gpu(&B, batches, strcmp(prec, "fp32") ? VW_CUDA_BF16 : VW_CUDA_FP32, with_cpu);
+    const vw_cuda_precision pv = !strcmp(prec, "fp32")     ? VW_CUDA_FP32
+                                 : !strcmp(prec, "bf16x2") ? VW_CUDA_BF16X2
+                                                           : VW_CUDA_BF16;
+    int rc = run_gpu(&B, batches, pv, with_cpu);
     vw_bundle_free(b);
     return rc;
 }

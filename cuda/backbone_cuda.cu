@@ -39,7 +39,7 @@ void derive_dims(cu_model *m) {
     m->mix_w = max2(m->cd, (m->Hq + m->Hk) * m->hd);
     m->core_w = max2(m->vd, m->Hq * m->hd);
     m->xbf_w = max2(max2(m->H, m->core_w), m->F);
-    m->wt_size = m->opts.precision == VW_CUDA_BF16 ? 2 : 4;
+    m->wt_size = vw_cuda_bf16_weights(m->opts.precision) ? 2 : 4;
 }
 
 vw_status resolve_opts(const vw_cuda_opts *in, vw_cuda_opts *o, vw_err *err) {
@@ -48,7 +48,7 @@ vw_status resolve_opts(const vw_cuda_opts *in, vw_cuda_opts *o, vw_err *err) {
         o->max_tokens = 32768;
     if (!o->max_trees)
         o->max_trees = 256;
-    if (o->precision != VW_CUDA_BF16 && o->precision != VW_CUDA_FP32)
+    if (!vw_cuda_precision_name(o->precision))
         return VW_FAIL(err, VW_EINVAL, "bad_option", "cuda: unknown precision %d", o->precision);
     if (o->batch_invariant && o->precision != VW_CUDA_FP32)
         return VW_FAIL(err, VW_EINVAL, "bad_option", "cuda: batch_invariant needs precision fp32");
@@ -105,7 +105,7 @@ size_t layout_arena(cu_model *m, char *base) {
     m->gb = cv.f32(2 * R * m->Hv);
     m->pstate = cv.f32(m->opts.max_trees * m->Hv * m->dk * m->dv);
     m->cos_t = cv.f32(R * (m->rot / 2)), m->sin_t = cv.f32(R * (m->rot / 2));
-    m->gemm.xbf_cap = m->opts.precision == VW_CUDA_BF16 ? R * m->xbf_w : 0;
+    m->gemm.xbf_cap = vw_cuda_bf16_weights(m->opts.precision) ? R * m->xbf_w : 0;
     m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
     m->blas_ws_bytes = BLAS_WS, m->blas_ws = cv.take(BLAS_WS);
     m->dmeta.ids = (int32_t *)cv.take(R * sizeof(int32_t));
@@ -159,7 +159,7 @@ vw_status upload(const cu_model *m, const vw_bundle *b, int l, const char *name,
     const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
     if (!t)
         return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
-    const bool bf16 = matrix && m->opts.precision == VW_CUDA_BF16;
+    const bool bf16 = matrix && vw_cuda_bf16_weights(m->opts.precision);
     vw_status st = VW_OK;
     if (bf16 && xf == AS_IS && t->dtype == VW_DT_BF16) { // as stored: no conversion at all
         st = VW_CUDA_TRY(err, cudaMemcpy(dst, t->data, t->numel * 2, cudaMemcpyHostToDevice));

@@ -10,11 +10,18 @@
  *    FP32 and come out FP32 (cublasGemmEx, CUBLAS_COMPUTE_32F). Everything
  *    else (residual stream, norms, conv, gates, delta rule, attention) is
  *    FP32 — the R-AMP regime of spec §3.0 with FP32 GEMM outputs.
+ *  - VW_CUDA_BF16X2 (FP32-grade answers on tensor cores): BF16 weights as in
+ *    BF16 mode, but each GEMM input x is split into hi = bf16(x) and
+ *    lo = bf16(x - hi) and the product is W·hi + W·lo (two BF16 GEMMs, FP32
+ *    accumulation). A bundle stores its matrices in BF16 (an F32 one is
+ *    rounded once at load), so W is exact, x is carried to ~16 significant
+ *    bits, and the GEMM error drops to about FP32 accumulation noise: twice
+ *    the GEMM work of BF16, the weight memory of BF16.
  *  - VW_CUDA_FP32 (parity runs): all weights and activations FP32, GEMMs with
  *    CUBLAS_COMPUTE_32F_PEDANTIC (no TF32), so results track the CPU backend
  *    to FP32 rounding noise.
  *  Small tensors (norm weights stored as 1 + w, A = -exp(A_log), dt_bias, the
- *  conv taps) are FP32 in both modes, formed on the host exactly as the CPU
+ *  conv taps) are FP32 in every mode, formed on the host exactly as the CPU
  *  backend forms them.
  *  batch_invariant (FP32 only) replaces cuBLAS by an in-house fixed-order
  *  FP32 GEMM, so a tree's rows are bit-identical whatever else is in the
@@ -55,7 +62,24 @@
 extern "C" {
 #endif
 
-typedef enum vw_cuda_precision { VW_CUDA_BF16 = 0, VW_CUDA_FP32 = 1 } vw_cuda_precision;
+typedef enum vw_cuda_precision {
+    VW_CUDA_BF16 = 0,
+    VW_CUDA_FP32 = 1,
+    VW_CUDA_BF16X2 = 2,
+} vw_cuda_precision;
+
+/* Whether the matrices of this precision live on the device in BF16. */
+static inline int vw_cuda_bf16_weights(vw_cuda_precision p) {
+    return p == VW_CUDA_BF16 || p == VW_CUDA_BF16X2;
+}
+
+/* "bf16", "bf16x2", "fp32"; NULL for an unknown value. */
+static inline const char *vw_cuda_precision_name(vw_cuda_precision p) {
+    return p == VW_CUDA_BF16     ? "bf16"
+           : p == VW_CUDA_BF16X2 ? "bf16x2"
+           : p == VW_CUDA_FP32   ? "fp32"
+                                 : 0;
+}
 
 typedef struct vw_cuda_opts {
     int device;                  /* CUDA device ordinal */

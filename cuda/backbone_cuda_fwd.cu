@@ -199,7 +199,7 @@ vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_n
 
 vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, H = m->H;
-    const bool bf16 = m->opts.precision == VW_CUDA_BF16;
+    const bool bf16 = vw_cuda_bf16_weights(m->opts.precision);
     vw_status st = vw_cu_embed(m->embed, bf16, m->dmeta.ids, R, H, m->h, m->stream, err);
     if (st == VW_OK) /* x = input_norm_0(h) */
         st = vw_cu_add_rmsnorm(m->h, nullptr, m->layers[0].in_norm, m->c.rms_eps, R, H, m->x,

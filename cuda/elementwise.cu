@@ -33,11 +33,15 @@ __global__ void embed_k(const WT *__restrict__ E, const int32_t *__restrict__ id
     }
 }
 
+// lo = 0: y = bf16(x); lo = 1: y = bf16(x - float(bf16(x))), the remainder
+// (gemm.cu, BF16X2).
 __global__ void cast_bf16_k(const float *__restrict__ x, size_t ldx, size_t rows, size_t cols,
-                            __nv_bfloat16 *__restrict__ y) {
+                            int lo, __nv_bfloat16 *__restrict__ y) {
     for (size_t i = gtid(); i < rows * cols; i += gstride()) {
         size_t r = i / cols, c = i % cols;
-        y[i] = __float2bfloat16_rn(x[r * ldx + c]);
+        const float v = x[r * ldx + c];
+        const __nv_bfloat16 hi = __float2bfloat16_rn(v);
+        y[i] = lo ? __float2bfloat16_rn(v - __bfloat162float(hi)) : hi;
     }
 }
 
@@ -124,9 +128,10 @@ vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, 
                      rows, H, h);
 }
 
-vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, __nv_bfloat16 *y,
-                          cudaStream_t s, vw_err *err) {
-    return VW_LAUNCH(err, cast_bf16_k, grid_for(rows * cols), THREADS, 0, s, x, ldx, rows, cols, y);
+vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, int lo,
+                          __nv_bfloat16 *y, cudaStream_t s, vw_err *err) {
+    return VW_LAUNCH(err, cast_bf16_k, grid_for(rows * cols), THREADS, 0, s, x, ldx, rows, cols, lo,
+                     y);
 }
 
 vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,

@@ -2,6 +2,11 @@
 // (CPU reference: vw_linear in core/ops_cpu.c). Three engines:
 //  - BF16: X rounded to BF16 into scratch, W stored BF16, cublasGemmEx with FP32
 //    accumulation and FP32 output (spec §6.1 mapping: OP_T on W, OP_N on X).
+//  - BF16X2: as BF16, twice: X = hi + lo with hi = bf16(X), lo = bf16(X - hi);
+//    Y = W hi (+ beta Y), then Y += W lo. W is exact in BF16 (the bundle stores
+//    it so), so only lo's own rounding (~2^-17 relative) and FP32
+//    accumulation remain. The scratch is reused: the stream orders the cast of
+//    lo after the first GEMM.
 //  - FP32: the same call on FP32 operands with CUBLAS_COMPUTE_32F_PEDANTIC, so
 //    no TF32 or other reduced-precision path is taken.
 //  - FP32 invariant: gemm_f32_fixed below. Each output element is one FMA chain
@@ -63,6 +68,16 @@ __global__ void gemm_f32_fixed(const float *__restrict__ X, size_t ldx, const fl
     }
 }
 
+// Y (ld ldy) = W g->xbf^T + beta Y: BF16 operands, FP32 accumulation and output.
+vw_status gemm_bf16(const vw_cu_gemm *g, const void *W, float *Y, size_t ldy, size_t T, size_t N,
+                    size_t K, float beta, vw_err *err) {
+    const float alpha = 1.0f;
+    return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,
+                                           (int)K, &alpha, W, CUDA_R_16BF, (int)K, g->xbf,
+                                           CUDA_R_16BF, (int)K, &beta, Y, CUDA_R_32F, (int)ldy,
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 } // namespace
 
 vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
@@ -86,11 +101,13 @@ vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const vo
     if (T * K > g->xbf_cap)
         return VW_FAIL(err, VW_EINVAL, "internal", "gemm: %zux%zu input exceeds the BF16 scratch",
                        T, K);
-    vw_status st = vw_cu_cast_bf16(X, ldx, T, K, g->xbf, g->stream, err);
-    if (st != VW_OK)
+    vw_status st = vw_cu_cast_bf16(X, ldx, T, K, 0, g->xbf, g->stream, err);
+    if (st == VW_OK)
+        st = gemm_bf16(g, W, Y, ldy, T, N, K, beta, err);
+    if (st != VW_OK || g->prec != VW_CUDA_BF16X2)
         return st;
-    return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,
-                                           (int)K, &alpha, W, CUDA_R_16BF, (int)K, g->xbf,
-                                           CUDA_R_16BF, (int)K, &beta, Y, CUDA_R_32F, (int)ldy,
-                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    st = vw_cu_cast_bf16(X, ldx, T, K, 1, g->xbf, g->stream, err);
+    if (st == VW_OK)
+        st = gemm_bf16(g, W, Y, ldy, T, N, K, 1.0f, err);
+    return st;
 }

@@ -23,12 +23,12 @@ typedef struct vw_cu_gemm {
     cudaStream_t stream;
     vw_cuda_precision prec;
     int invariant;      /* FP32: in-house fixed-order kernel instead of cuBLAS */
-    __nv_bfloat16 *xbf; /* BF16: scratch for the rounded input, xbf_cap elements */
+    __nv_bfloat16 *xbf; /* BF16, BF16X2: scratch for the rounded input, xbf_cap elements */
     size_t xbf_cap;
 } vw_cu_gemm;
 
-/* Y[T,N] (ld ldy) (+)= X[T,K] (ld ldx) W[N,K]^T; W is BF16 in BF16 mode, FP32
- * otherwise; Y is FP32. */
+/* Y[T,N] (ld ldy) (+)= X[T,K] (ld ldx) W[N,K]^T; W is BF16 in BF16 and BF16X2
+ * modes, FP32 otherwise; Y is FP32. */
 vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
                        size_t ldy, size_t T, size_t N, size_t K, int accumulate, vw_err *err);
 
@@ -36,9 +36,10 @@ vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const vo
 
 vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, size_t H, float *h,
                       cudaStream_t s, vw_err *err);
-/* y [rows, cols] dense BF16 = x [rows, cols] (ld ldx) rounded to nearest even. */
-vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, __nv_bfloat16 *y,
-                          cudaStream_t s, vw_err *err);
+/* y [rows, cols] dense BF16 = x [rows, cols] (ld ldx) rounded to nearest even
+ * (lo = 0), or the remainder x - float(bf16(x)) so rounded (lo = 1). */
+vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, int lo,
+                          __nv_bfloat16 *y, cudaStream_t s, vw_err *err);
 /* x: pre-conv rows (ld ldx), w [C, K]; row_seg[r] = index into segs; y [rows, C]. */
 vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,
                           const vw_cuda_seg *segs, const int32_t *row_seg, size_t rows, float *y,

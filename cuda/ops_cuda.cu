@@ -75,7 +75,7 @@ extern "C" vw_status vw_cuda_op_linear(vw_cuda_precision prec, int invariant, co
     void *dW;
     vw_cu_gemm g = {};
     g.prec = prec, g.invariant = invariant;
-    const bool bf16 = prec == VW_CUDA_BF16;
+    const bool bf16 = vw_cuda_bf16_weights(prec);
     __nv_bfloat16 *wb = bf16 ? to_bf16(W, N * K) : nullptr;
     vw_status st = VW_OK;
     if (bf16 && !wb)

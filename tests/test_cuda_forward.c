@@ -185,6 +185,26 @@ Test(cuda_forward, bf16_drift, .init = need_gpu, .fini = done) {
     free(f.ids);
 }
 
+/* BF16X2 (BF16 weights, split GEMM inputs) is held to the FP32 mode's bar. */
+Test(cuda_forward, bf16x2_parity, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *cpu = NULL, *gpu = cuda_exec(VW_CUDA_BF16X2, 0, 1024);
+    vw_err err = {0};
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
+    const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
+    float *ref = run(cpu, f.trees, N_TREES), *got = run(gpu, f.trees, N_TREES);
+    drift d = compare(got, ref, n);
+    fprintf(stderr, "bf16x2 vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g\n", n,
+            d.max_abs, d.rel_rms);
+    cr_expect_eq(d.nonfinite, 0, "non-finite rows");
+    cr_expect_leq(d.max_abs, 1e-3, "bf16x2 max |diff| %.3g > 1e-3", d.max_abs);
+    free(ref), free(got);
+    vw_executor_free(cpu);
+    vw_executor_free(gpu);
+    free(f.ids);
+}
+
 /* Runs each tree alone and compares with its rows in the batch run. Returns
  * the largest |diff| (0 when bit-identical). */
 static double batch_vs_alone(vw_executor *ex, const fixture *f) {

@@ -128,6 +128,27 @@ Test(cuda_kernels, linear_fp32_bf16_invariant) {
     ref_linear(Xb, Wb, ref, T, N, K, 0);
     expect_ok(vw_cuda_op_linear(VW_CUDA_BF16, 0, X, W, got, T, N, K, 0, &err), &err);
     expect_close("linear bf16 (vs rounded fp32)", got, ref, T * N, 1e-5, 1e-5);
+    /* BF16X2: W rounded as in BF16 (the bundle's own values), X kept: the hi + lo
+     * split carries it to ~2^-17, so the product tracks FP32 on the unrounded X.
+     * Each of the K terms is off by at most |w x| 2^-17 (7.6e-6 here); BF16
+     * alone is off by ~2^-9 per term, which this bound would catch. */
+    for (int acc = 0; acc <= 1; acc++) {
+        memcpy(ref, Y0, T * N * 4);
+        ref_linear(X, Wb, ref, T, N, K, acc);
+        memcpy(got, Y0, T * N * 4);
+        expect_ok(vw_cuda_op_linear(VW_CUDA_BF16X2, 0, X, W, got, T, N, K, acc, &err), &err);
+        char name[64];
+        snprintf(name, sizeof name, "linear bf16x2 acc=%d (vs fp32 X)", acc);
+        expect_close(name, got, ref, T * N, 2e-4, 1e-5);
+    }
+    memcpy(ref, Y0, T * N * 4);
+    ref_linear(X, Wb, ref, T, N, K, 0);
+    expect_ok(vw_cuda_op_linear(VW_CUDA_BF16, 0, X, W, got, T, N, K, 0, &err), &err);
+    double worst = 0;
+    for (size_t i = 0; i < T * N; i++)
+        worst = fmax(worst, fabs((double)got[i] - ref[i]));
+    cr_expect_gt(worst, 2e-4, "plain bf16 vs fp32 X: %.3g (the bf16x2 bound must be tighter)",
+                 worst);
     /* The fixed-order GEMM: rows 5..9 alone equal the same rows inside T = 37, bit for bit. */
     float *sub = malloc(5 * N * 4);
     expect_ok(vw_cuda_op_linear(VW_CUDA_FP32, 1, X, W, got, T, N, K, 0, &err), &err);

@@ -144,8 +144,8 @@ vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *
     return VW_OK;
 }
 
-bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb,
-                          int *status, char type[VW_REJECT_TYPE_MAX]) {
+bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb, int *status,
+                          char type[VW_REJECT_TYPE_MAX]) {
     vw_body_reject rej;
     if (!find_reject(rec, max_request_bytes, &rej))
         return false;

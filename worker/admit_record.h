@@ -53,8 +53,8 @@ vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *
 #define VW_REJECT_TYPE_MAX 48
 /* Copies a type name into dst (cap bytes), truncated, NUL-terminated. */
 void vw_copy_type(char *dst, size_t cap, const char *type);
-bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb,
-                          int *status, char type[VW_REJECT_TYPE_MAX]);
+bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb, int *status,
+                          char type[VW_REJECT_TYPE_MAX]);
 
 /* Room for "topic:partition:offset" with a topic name of Kafka's maximum length
  * (249 bytes) and two 20-digit numbers. */

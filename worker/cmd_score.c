@@ -16,7 +16,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--precision "
-               "auto|fp32|bf16]\n"
+               "auto|fp32|bf16|bf16x2]\n"
                "                          [--jsonl] [--batch N]\n"
                "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
                "  prints one envelope or rejection record per request, in input order.\n"

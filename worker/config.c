@@ -23,7 +23,7 @@ typedef struct field {
 } field;
 
 static const char *const devices[] = {"auto", "cpu", "cuda", "test-echo", NULL};
-static const char *const precisions[] = {"auto", "fp32", "bf16", NULL};
+static const char *const precisions[] = {"auto", "fp32", "bf16", "bf16x2", NULL};
 static const char *const levels[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const formats[] = {"json", "text", NULL};
 static const char *const modes[] = {"at_least_once", NULL};

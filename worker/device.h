@@ -1,10 +1,12 @@
-/* device.h — `--device auto|cpu|cuda` and `--precision auto|fp32|bf16`: which
+/* device.h — `--device auto|cpu|cuda` and `--precision auto|fp32|bf16|bf16x2`: which
  * executor backs the engine. auto picks CUDA when this build has the CUDA
  * backend and a GPU is present, else the CPU reference; the choice is written
  * into dc->chosen for logging.
  * Precision: the CPU reference is FP32 only (auto = fp32); CUDA runs BF16
- * weights/activations with FP32 accumulation (auto = bf16) or FP32 (fp32, TF32
- * off, for parity runs).
+ * weights and GEMM inputs with FP32 accumulation (auto = bf16), the same with
+ * each GEMM input split into two BF16 halves (bf16x2: FP32-grade answers at
+ * twice the GEMM work), or FP32 (fp32, TF32 off, for parity runs); see
+ * cuda/backbone_cuda.h.
  * Errors: VW_EUNSUPPORTED for cuda without a CUDA build or without a device, or
  * a precision the chosen device cannot run; VW_EINVAL for an unknown name.
  * Ownership: dc is the factory's context: it must outlive vw_engine_open.
@@ -19,7 +21,7 @@
 typedef struct vw_device_choice {
     char chosen[320];  /* "cpu", "cuda: <GPU name> bf16", ... */
     int cuda;          /* 1: the CUDA executor */
-    int fp32;          /* CUDA: FP32 mode */
+    char precision[8]; /* CUDA: "bf16", "bf16x2" or "fp32" */
     size_t max_tokens; /* CUDA: rows of one forward call (arena size); 0: default */
 } vw_device_choice;
 

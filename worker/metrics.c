@@ -23,7 +23,8 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
     {"commits_total", "Partition offsets committed."},
     {"commit_failures_total", "Partition offset commits that failed (retried)."},
     {"rebalances_total", "Partition assignments and revocations."},
-    {"backpressure_total", "Times intake stopped at limits.max_in_flight (records wait in librdkafka's fetch queue)."},
+    {"backpressure_total",
+     "Times intake stopped at limits.max_in_flight (records wait in librdkafka's fetch queue)."},
     {"batches_total", "Micro-batches run by the processor."},
 };
 
