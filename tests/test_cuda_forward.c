@@ -166,43 +166,37 @@ Test(cuda_forward, fp32_matches_cpu, .init = need_gpu, .fini = done) {
     free(f.ids);
 }
 
-Test(cuda_forward, bf16_drift, .init = need_gpu, .fini = done) {
+/* The tiny fixture's trees on CUDA at `prec` (cuBLAS) against the CPU backend;
+ * the drift is printed under `label`. */
+static drift vs_cpu(vw_cuda_precision prec, const char *label) {
     fixture f;
     fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
-    vw_executor *cpu = NULL, *gpu = cuda_exec(VW_CUDA_BF16, 0, 1024);
+    vw_executor *cpu = NULL, *gpu = cuda_exec(prec, 0, 1024);
     vw_err err = {0};
     cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
     const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
     float *ref = run(cpu, f.trees, N_TREES), *got = run(gpu, f.trees, N_TREES);
     drift d = compare(got, ref, n);
-    fprintf(stderr, "bf16 vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g\n", n, d.max_abs,
-            d.rel_rms);
-    cr_expect_eq(d.nonfinite, 0, "non-finite rows");
-    cr_expect(d.rel_rms < 0.2, "bf16 relative RMS error %.3g >= 0.2", d.rel_rms);
+    fprintf(stderr, "%s vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g\n", label, n,
+            d.max_abs, d.rel_rms);
     free(ref), free(got);
     vw_executor_free(cpu);
     vw_executor_free(gpu);
     free(f.ids);
+    return d;
+}
+
+Test(cuda_forward, bf16_drift, .init = need_gpu, .fini = done) {
+    drift d = vs_cpu(VW_CUDA_BF16, "bf16");
+    cr_expect_eq(d.nonfinite, 0, "non-finite rows");
+    cr_expect(d.rel_rms < 0.2, "bf16 relative RMS error %.3g >= 0.2", d.rel_rms);
 }
 
 /* BF16X2 (BF16 weights, split GEMM inputs) is held to the FP32 mode's bar. */
 Test(cuda_forward, bf16x2_parity, .init = need_gpu, .fini = done) {
-    fixture f;
-    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
-    vw_executor *cpu = NULL, *gpu = cuda_exec(VW_CUDA_BF16X2, 0, 1024);
-    vw_err err = {0};
-    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
-    const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
-    float *ref = run(cpu, f.trees, N_TREES), *got = run(gpu, f.trees, N_TREES);
-    drift d = compare(got, ref, n);
-    fprintf(stderr, "bf16x2 vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g\n", n,
-            d.max_abs, d.rel_rms);
+    drift d = vs_cpu(VW_CUDA_BF16X2, "bf16x2");
     cr_expect_eq(d.nonfinite, 0, "non-finite rows");
     cr_expect_leq(d.max_abs, 1e-3, "bf16x2 max |diff| %.3g > 1e-3", d.max_abs);
-    free(ref), free(got);
-    vw_executor_free(cpu);
-    vw_executor_free(gpu);
-    free(f.ids);
 }
 
 /* Runs each tree alone and compares with its rows in the batch run. Returns
