@@ -366,6 +366,11 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
         goto done;
     if ((st = upload_rope(m, err)) != VW_OK)
         goto done;
+    /* The uploads are cudaMemcpy from pageable memory on the legacy stream: it
+     * may return before the DMA lands, and the executor's non-blocking stream
+     * does not wait for the legacy one. */
+    if ((st = VW_CUDA_TRY(err, cudaDeviceSynchronize())) != VW_OK)
+        goto done;
     st = VW_CUBLAS_TRY(err, cublasSetWorkspace(m->blas, m->blas_ws, m->blas_ws_bytes));
     if (st != VW_OK)
         goto done;
