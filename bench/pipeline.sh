@@ -18,6 +18,9 @@
 #                 constant value, no headers
 #        shaped   bench_pipe pipe with BENCH_PIPE_SHAPED=1: the worker's record
 #                 shape (its four headers, a 210-byte value) at the least CPU
+#      and with BENCH_DECOMPOSE=1 two more, to split the shape's cost:
+#        headers  the four headers with the pipe's 14-byte value
+#        value    the 210-byte value without headers
 #   2. latency: M records produced open-loop at RATE/s into a running, warmed
 #      pipeline; p50/p99 of (result CreateTime - request CreateTime), worker
 #      and pipe.
@@ -58,7 +61,7 @@ pipe=$build/bench_pipe
 
 topics=dlq:1,lw:4,lrw:4,lp:4,lrp:4,mi:4,mo:4,mli:4,mlo:4
 for r in $(seq "$ROUNDS"); do
-  for k in w p s; do topics+=",i$k$r:4,o$k$r:4"; done
+  for k in w p s ${BENCH_DECOMPOSE:+h v}; do topics+=",i$k$r:4,o$k$r:4"; done
 done
 "$bin" broker --topics "$topics" --bootstrap-file "$tmp/boot" >"$tmp/broker.out" \
   2>"$tmp/broker.log" &
@@ -100,8 +103,8 @@ start() {
       VELA_KAFKA_GROUP_ID=g$2 VELA_TOPICS_INPUT=$2 VELA_TOPICS_RESULTS=$3 \
         "$bin" run --config "$tmp/worker.yaml" 2>"$tmp/w$2.log" &
       ;;
-    p | s)
-      BENCH_PIPE_SHAPED=$([[ $1 == s ]] && echo 1 || echo 0) \
+    p | s | h | v)
+      BENCH_PIPE_SHAPED=$(case $1 in p) echo 0 ;; s) echo 1 ;; h) echo 2 ;; v) echo 3 ;; esac) \
         "$pipe" pipe "$B" "$2" "$3" g$2 1000000000 &
       ;;
   esac
@@ -129,11 +132,11 @@ throughput() {
 declare -A mid cpu
 echo "== throughput: $N records into a running pipeline, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
-  for k in w p s; do
+  for k in w p s ${BENCH_DECOMPOSE:+h v}; do
     line=$(throughput "$k" "$r")
     mid[$k$r]=$(field mid "$line")
     cpu[$k$r]=$(field cpu_us "$line")
-    printf "round %d %-7s %s\n" "$r" "$(case $k in w) echo worker ;; p) echo pipe ;; s) echo shaped ;; esac)" "$line"
+    printf "round %d %-7s %s\n" "$r" "$(case $k in w) echo worker ;; p) echo pipe ;; s) echo shaped ;; h) echo headers ;; v) echo value ;; esac)" "$line"
   done
 done
 
@@ -195,6 +198,12 @@ printf "%-40s %11s %10s %7s %7s\n" "vela-worker (rejections)" "$mw" "$cw" \
 printf "%-40s %11s %10s %7s %7s\n" "raw pipe, bare records (bench_pipe)" "$mp" "$cp" \
   "$(field p50_ms "$lp")" "$(field p99_ms "$lp")"
 printf "%-40s %11s %10s\n" "raw pipe, the worker's record shape" "$ms" "$cs"
+if [[ -n ${BENCH_DECOMPOSE:-} ]]; then
+  printf "%-40s %11s %10s\n" "raw pipe, the four headers only" "$(median $(col h mid))" \
+    "$(median $(col h cpu))"
+  printf "%-40s %11s %10s\n" "raw pipe, the 210-byte value only" "$(median $(col v mid))" \
+    "$(median $(col v cpu))"
+fi
 printf "%-40s %11s %10s %7s %7s\n" "vela-worker, tiny bundle on the CPU" "$(field mid "$mt")" "" \
   "$(field p50_ms "$ml")" "$(field p99_ms "$ml")"
 awk -v w="$mw" -v p="$mp" -v s="$ms" -v cw="$cw" -v cp="$cp" -v cs="$cs" 'BEGIN {
