@@ -100,6 +100,26 @@ Test(offsets, acks_out_of_order) {
     vw_offsets_free(t);
 }
 
+/* What a revoke waits for: a READY record behind a PENDING one (whose item a
+ * revoke dropped) can never go out, so it is not counted; PRODUCING ones are. */
+Test(offsets, unacked_stops_at_a_pending_record) {
+    uint32_t ep;
+    vw_offsets *t = setup(&ep, 0, 5);
+    ready(t, 0, ep, 0);
+    cr_assert_eq(take(t), 0); /* 0 PRODUCING */
+    ready(t, 0, ep, 1);       /* 1 READY, can go out */
+    ready(t, 0, ep, 3);       /* 2 PENDING, 3 READY behind it */
+    ready(t, 0, ep, 4);       /* 4 READY behind it */
+    cr_assert_eq(vw_offsets_unacked(t, "in", 0), 2, "0 and 1; not 3 and 4");
+    cr_assert_eq(take(t), 1);
+    ack(t, 0, ep, 0);
+    ack(t, 0, ep, 1);
+    cr_assert_eq(vw_offsets_unacked(t, "in", 0), 0, "only work behind the pending 2 is left");
+    ready(t, 0, ep, 2);
+    cr_assert_eq(vw_offsets_unacked(t, "in", 0), 3);
+    vw_offsets_free(t);
+}
+
 Test(offsets, gaps_in_offsets) {
     /* Compacted topics and transaction markers leave holes in the offsets. */
     uint32_t ep;

@@ -45,11 +45,21 @@ static vw_rel_report crash_and_recover(const char *name, const char *spec, size_
     for (int i = 0; i < 2 && env_extra && env_extra[i]; i++)
         env1[i + 1] = env_extra[i];
     cr_assert_eq(vw_kh_worker_start("crashing", cfg, env1, &w), 0);
+    /* <point>:<n>:fatal fails the producer instead: the worker stops, exit 1. */
+    const bool fatal = strstr(spec, ":fatal") != NULL;
+    const int want_rc = fatal ? 1 : 128 + SIGABRT;
     int rc = vw_rel_wait_exit(&w, 120000);
-    if (rc != 128 + SIGABRT)
+    if (rc != want_rc)
         vw_kh_dump_log(&w);
-    cr_assert_eq(rc, 128 + SIGABRT, "%s: the worker aborted at the crash point (rc %d)", spec, rc);
-    cr_assert_eq(vw_kh_count_log(&w, "vw_crashpoint: abort at"), 1);
+    cr_assert_eq(rc, want_rc, "%s: the worker %s (rc %d)", spec,
+                 fatal ? "stopped on the fatal error" : "aborted at the crash point", rc);
+    cr_assert_eq(vw_kh_count_log(&w, fatal ? "vw_crashpoint: fatal producer error at"
+                                           : "vw_crashpoint: abort at"),
+                 1);
+    /* A record the dead producer refused is left unanswered and uncommitted,
+     * never "dropped" (acknowledged: committed without a result). */
+    cr_assert_eq(vw_kh_count_log(&w, "record dropped"), 0, "%s: no record acknowledged unanswered",
+                 spec);
     /* The dead member stays in the group until its session times out
      * (anchors §5.2): a successor started earlier may get no assignment. */
     vw_kh_sleep_ms(SESSION_WAIT_MS);
@@ -96,6 +106,23 @@ Test(reliability_crash, after_delivery) {
 }
 Test(reliability_crash, after_commit) {
     echo_crash("after_commit", 10);
+}
+
+/* A fatal producer error (rd_kafka_test_fatal_error, as an idempotent
+ * producer's broken sequence raises it) right after the 60th result was handed
+ * to librdkafka, while the rest of its batch waits to be produced: the worker
+ * answers nothing more, commits nothing unanswered and exits 1; a successor
+ * answers the rest. Until 2026-12-03 a record the dead producer refused took
+ * the dead-letter path, whose refusal acknowledged it ("record dropped"):
+ * committed unanswered whenever nothing earlier of its partition was still in
+ * flight. */
+Test(reliability_crash, fatal_producer_error) {
+    char *env[] = {"VW_TEST_ECHO_DELAY_MS=30", NULL};
+    int64_t rec;
+    vw_rel_report r = crash_and_recover("fatal_producer", "after_produce:60:fatal", 200,
+                                        ONE_BATCH_YAML, env, &rec);
+    check("fatal_producer", &r, 2 * BATCH, rec);
+    cr_assert_eq(r.not_200, 0);
 }
 
 /* The real model pipeline (tiny bundle on the CPU, set through VELA_MODEL_*

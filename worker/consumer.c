@@ -204,6 +204,8 @@ void vw_consumer_commit(struct vw_worker *w, bool sync) {
 /* ---- rebalance ------------------------------------------------------------ */
 
 static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
+    if (w->fatal)
+        return false; /* nothing more can be delivered */
     if (w->exec_items)
         return true;
     for (int i = 0; i < parts->cnt; i++)
@@ -409,10 +411,18 @@ void vw_consumer_pause(struct vw_worker *w, bool pause) {
  * (queued.min.messages, queued.max.messages.kbytes) stop the fetcher: no
  * pause, so nothing prefetched is thrown away (a pause purges the partition's
  * fetch queue and refetches on resume: ~1,200 records/s with a 1024 limit on a
- * backlog, docs/worker.md "Backpressure"). librdkafka clears a partition's
- * forwarding when it stops fetching it; a record that nevertheless reaches the
- * consumer queue (a re-assign racing the previous stop) is admitted all the
- * same and its partition routed again. */
+ * backlog, docs/worker.md "Backpressure").
+ * librdkafka 2.0.2 clears a partition's forwarding when its broker thread
+ * handles the stop of fetching (FETCH_STOP, asynchronous), and a partition
+ * forwarded once is never forwarded to the consumer queue again: a re-assign
+ * routed before the previous stop was handled would leave the partition's
+ * records in its own queue, read by no one. Routing again is harmless (records
+ * already in that queue move to w->mq, in order), so the worker routes every
+ * assigned partition again once a second (vw_consumer_reroute). A record can
+ * therefore never reach the consumer queue; if one does, admitting it there
+ * could pass records of its partition still in w->mq (their offsets would then
+ * be refused as out of order and committed past), so the worker stops instead
+ * (exit 1): nothing is committed past it, and a restart answers it. */
 static void route_one(struct vw_worker *w, const char *topic, int32_t partition) {
     rd_kafka_queue_t *q = rd_kafka_queue_get_partition(w->consumer, topic, partition);
     if (!q) {
@@ -429,11 +439,33 @@ void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_
         route_one(w, parts->elems[i].topic, parts->elems[i].partition);
 }
 
+void vw_consumer_reroute(struct vw_worker *w) {
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (rd_kafka_assignment(w->consumer, &l) || !l)
+        return;
+    vw_consumer_route(w, l);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* A consumer error that ends the run: the client's fatal error (posted to the
+ * consumer queue, not to the error callback), and in replay any error but the
+ * end of a partition (e.g. the range's start deleted by retention meanwhile:
+ * the range can no longer be read whole). */
+static bool ends_run(const struct vw_worker *w, rd_kafka_resp_err_t e) {
+    return e == RD_KAFKA_RESP_ERR__FATAL || (w->replay && e != RD_KAFKA_RESP_ERR__PARTITION_EOF);
+}
+
 static void take(struct vw_worker *w, rd_kafka_message_t *m) {
     if (m->err) {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        if (ends_run(w, m->err)) {
+            VW_LOG(w->log, VW_LOG_ERROR, "consumer", "consume error, stopping err=%s reason=\"%s\"",
+                   rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+            w->fatal = true;
+            vw_metrics_set_fatal(w->metrics);
+        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
+        }
     } else if (!w->stopping) {
         vw_worker_intake(w, m);
     }
@@ -461,10 +493,14 @@ bool vw_consumer_poll(struct vw_worker *w) {
     bool more = false;
     int n = 0;
     for (rd_kafka_message_t *m; n < EVENTS && (m = rd_kafka_consumer_poll(w->consumer, 0)); n++) {
-        if (!m->err && m->rkt) {
-            VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "unrouted record tp=%s:%d:%lld",
+        if (!m->err && m->rkt) { /* see "Routing" above */
+            VW_LOG(w->log, VW_LOG_ERROR, "consumer",
+                   "record outside its partition's queue, stopping tp=%s:%d:%lld",
                    rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
-            route_one(w, rd_kafka_topic_name(m->rkt), m->partition);
+            w->fatal = true;
+            vw_metrics_set_fatal(w->metrics);
+            rd_kafka_message_destroy(m);
+            continue;
         }
         take(w, m);
     }

@@ -6,6 +6,10 @@
  *   after_produce   a result or dead letter was handed to librdkafka (not acked)
  *   after_delivery  a delivery report acknowledged a record (offset not committed)
  *   after_commit    an offset commit was confirmed by the broker
+ * `<point>:<n>:fatal` (after_produce and after_delivery only) does not abort:
+ * the hit returns true and the worker makes its producer fail fatally
+ * (rd_kafka_test_fatal_error, as an idempotent producer's sequence error
+ * would), so tests can check that a fatal error commits nothing unanswered.
  * Without the variable every hit is one relaxed atomic load and a compare, so
  * the points are compiled into every build (docs/reliability.md).
  *
@@ -22,6 +26,7 @@
 #define VW_CRASHPOINT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "vw_status.h"
 
@@ -33,20 +38,28 @@ typedef enum vw_crash_point {
     VW_CRASH_AFTER_COMMIT,
 } vw_crash_point;
 
+typedef enum vw_crash_action {
+    VW_CRASH_ABORT = 0,      /* abort() */
+    VW_CRASH_FATAL_PRODUCER, /* the hit returns true: the caller fails its producer */
+} vw_crash_action;
+
 typedef struct vw_crashpoint {
     vw_crash_point point; /* VW_CRASH_NONE: inert */
-    long at;              /* abort on this hit (1-based) */
+    long at;              /* act on this hit (1-based) */
+    vw_crash_action action;
     atomic_long hits;
 } vw_crashpoint;
 
-/* Parses spec ("after_produce", "after_commit:3"; NULL or "" = inert). */
+/* Parses spec ("after_produce", "after_commit:3", "after_delivery:60:fatal";
+ * NULL or "" = inert). */
 vw_status vw_crashpoint_init(vw_crashpoint *cp, const char *spec, vw_err *err);
 
 /* The point's name ("after_produce"), or NULL for VW_CRASH_NONE / unknown. */
 const char *vw_crashpoint_name(vw_crash_point p);
 
-/* Counts a pass through p; aborts the process on the configured hit. Writes
- * one line to stderr first, so tests can tell the crash from other deaths. */
-void vw_crashpoint_hit(vw_crashpoint *cp, vw_crash_point p);
+/* Counts a pass through p; on the configured hit aborts the process (action
+ * abort) or returns true (fatal_producer). Writes one line to stderr first, so
+ * tests can tell the crash from other deaths. False otherwise. */
+bool vw_crashpoint_hit(vw_crashpoint *cp, vw_crash_point p);
 
 #endif

@@ -267,8 +267,11 @@ size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t part
 size_t vw_offsets_unacked(const vw_offsets *t, const char *topic, int32_t partition) {
     const part *p = find(t, topic, partition);
     size_t n = 0;
-    for (size_t j = p ? p->head : 0; p && j < p->n; j++)
-        n += p->slots[j].state == READY || p->slots[j].state == PRODUCING;
+    bool behind_pending = false;
+    for (size_t j = p ? p->head : 0; p && j < p->n; j++) {
+        behind_pending |= p->slots[j].state == PENDING;
+        n += p->slots[j].state == PRODUCING || (p->slots[j].state == READY && !behind_pending);
+    }
     return n;
 }
 

@@ -97,8 +97,10 @@ vw_status vw_offsets_revoke(vw_offsets *t, const char *topic, int32_t partition,
 /* Records tracked and not yet DONE: in one partition, or (topic NULL) in all. */
 size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t partition);
 
-/* Records of a partition that have a result and are not DONE (READY or
- * PRODUCING): what a revoke waits for. */
+/* Records of a partition that can still be acknowledged without waiting for
+ * another result: PRODUCING ones, and READY ones with no PENDING record before
+ * them (a READY record behind a PENDING one is produced only after it). What a
+ * revoke waits for, beside the records the executor holds. */
 size_t vw_offsets_unacked(const vw_offsets *t, const char *topic, int32_t partition);
 
 /* Number of assigned partitions, and the i-th of them (i < count). */

@@ -48,6 +48,28 @@ static rd_kafka_resp_err_t send_msg(struct vw_worker *w, const char *topic, cons
     }
 }
 
+/* True when the producer can send nothing any more: a fatal error was raised
+ * (the error callback may not have been served yet when producev answers
+ * __FATAL). Marks the worker fatal: it stops with exit 1. */
+static bool producer_dead(struct vw_worker *w, rd_kafka_resp_err_t e) {
+    if (e == RD_KAFKA_RESP_ERR__FATAL && !w->fatal) {
+        w->fatal = true;
+        vw_metrics_set_fatal(w->metrics);
+    }
+    return w->fatal;
+}
+
+/* Leaves a record unanswered and unacknowledged: its offset is never committed,
+ * so the next owner of the partition answers it. For a producer that can send
+ * nothing any more — not a fault of this record, so neither a dead letter nor
+ * a drop (which would commit it unanswered). */
+static void abandon(struct vw_worker *w, vw_item *it, const char *why) {
+    VW_LOG(w->log, VW_LOG_WARN, "producer",
+           "record left unanswered and uncommitted request_id=\"%s\" tp=%s:%d:%lld reason=\"%s\"",
+           it->request_id, w->topic, (int)it->partition, (long long)it->offset, why);
+    vw_item_free(it);
+}
+
 /* Gives up on a record that has no way out: logs, counts and acknowledges it so
  * the partition keeps moving (worker-contract "Delivery guarantees"). */
 static void drop(struct vw_worker *w, vw_item *it, const char *why) {
@@ -72,7 +94,10 @@ static void dead_letter(struct vw_worker *w, vw_item *it) {
     rd_kafka_resp_err_t e = send_msg(w, w->cfg->topics.dlq, it, it->value, it->value_len, h);
     if (e) {
         rd_kafka_headers_destroy(h);
-        drop(w, it, rd_kafka_err2str(e));
+        if (producer_dead(w, e))
+            abandon(w, it, rd_kafka_err2str(e));
+        else
+            drop(w, it, rd_kafka_err2str(e));
     }
 }
 
@@ -100,6 +125,13 @@ static void write_line(struct vw_worker *w, vw_item *it) {
     vw_offsets_ack(w->tracker, w->topic, it->partition, it->epoch, it->offset, NULL);
     w->replay_done++;
     vw_item_free(it);
+}
+
+/* VW_CRASH_AT=<point>:<n>:fatal (crashpoint.h): the producer fails as an
+ * idempotent producer's broken sequence would make it. */
+static void fail_producer(struct vw_worker *w) {
+    rd_kafka_test_fatal_error(w->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                              "VW_CRASH_AT");
 }
 
 static void produce_one(struct vw_worker *w, vw_item *it) {
@@ -134,11 +166,15 @@ static void produce_one(struct vw_worker *w, vw_item *it) {
     if (e) {
         rd_kafka_headers_destroy(h);
         vw_metrics_inc(w->metrics, VW_M_PRODUCE_ERRORS, 1);
+        if (producer_dead(w, e)) {
+            abandon(w, it, rd_kafka_err2str(e));
+            return;
+        }
         vw_item_fail(it, VW_RESULT_FATAL, "produce_failed", rd_kafka_err2str(e));
         dead_letter(w, it);
     }
-    if (!e)
-        vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_PRODUCE);
+    if (!e && vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_PRODUCE))
+        fail_producer(w);
 }
 
 void vw_produce_ready(struct vw_worker *w) {
@@ -151,7 +187,14 @@ void vw_produce_ready(struct vw_worker *w) {
     w->n_redo = w->cap_redo = 0;
     for (size_t i = 0; i < n_redo; i++) {
         vw_item *it = redo[i];
-        if (it->redo_dlq)
+        uint32_t epoch = 0;
+        if (w->fatal)
+            abandon(w, it, "the producer failed fatally");
+        else if (!w->replay &&
+                 (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, &epoch) ||
+                  epoch != it->epoch))
+            vw_item_free(it); /* revoked or re-assigned since: the next owner answers it */
+        else if (it->redo_dlq)
             dead_letter(w, it);
         else
             produce_one(w, it);
@@ -201,15 +244,22 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
          * the new owner replays from the committed offset. */
         vw_offsets_ack(w->tracker, w->topic, it->partition, it->epoch, it->offset, NULL);
         vw_item_free(it);
-        vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_DELIVERY);
+        if (vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_DELIVERY))
+            fail_producer(w);
         return;
     }
     vw_metrics_inc(w->metrics, VW_M_PRODUCE_ERRORS, 1);
     VW_LOG(w->log, VW_LOG_WARN, "producer",
            "delivery failed request_id=\"%s\" tp=%s:%d:%lld err=%s", it->request_id, w->topic,
            (int)it->partition, (long long)it->offset, rd_kafka_err2name(m->err));
-    if (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, NULL) && !w->replay) {
-        vw_item_free(it); /* revoked: no longer ours */
+    uint32_t epoch = 0;
+    if (!w->replay && (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, &epoch) ||
+                       epoch != it->epoch)) {
+        vw_item_free(it); /* revoked (or re-assigned since): no longer ours */
+        return;
+    }
+    if (w->fatal) {
+        abandon(w, it, rd_kafka_err2str(m->err));
         return;
     }
     if (permanent(m->err) && it->dead_letter) {
@@ -224,8 +274,12 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     } else {
         it->redo_dlq = it->dead_letter;
     }
-    if (!vw_items_push(&w->redo, &w->n_redo, &w->cap_redo, it))
-        drop(w, it, "out of memory");
+    if (!vw_items_push(&w->redo, &w->n_redo, &w->cap_redo, it)) {
+        /* Acknowledging it would commit it unanswered: stop instead (exit 1). */
+        w->fatal = true;
+        vw_metrics_set_fatal(w->metrics);
+        abandon(w, it, "out of memory for the retry list: stopping");
+    }
 }
 
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {

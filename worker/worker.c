@@ -282,9 +282,12 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     vw_item *it = new_item(w, m, epoch);
     if (!it) {
         /* Out of memory: the tracked offset stays PENDING, so nothing past it
-         * is committed; the partition is replayed after a restart. */
-        VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld", w->topic,
-               (int)m->partition, (long long)m->offset);
+         * is committed; the worker stops (exit 1) rather than hold the
+         * partition still, and a restart answers the record. */
+        VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
+               w->topic, (int)m->partition, (long long)m->offset);
+        w->fatal = true;
+        vw_metrics_set_fatal(w->metrics);
         return;
     }
     if (it->kind == VW_RESULT_RECORD && !it->out_value)
@@ -450,6 +453,10 @@ static void turn(struct vw_worker *w, int wait) {
     if (!w->replay && now >= w->next_commit_ms) {
         vw_consumer_commit(w, false);
         w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
+    }
+    if (!w->replay && !w->stopping && now >= w->next_route_ms) {
+        vw_consumer_reroute(w);
+        w->next_route_ms = now + 1000;
     }
     vw_consumer_flow(w);
     vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->tracker, NULL, 0));

@@ -101,6 +101,7 @@ struct vw_worker {
     int64_t turn_ms;   /* vw_now_ms() at the start of this turn (admission times) */
     vw_sbuf scratch;   /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
+    int64_t next_route_ms;     /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
     bool group_unsteady;       /* statistics: this member is rejoining the group */
@@ -144,6 +145,8 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
 bool vw_consumer_poll(struct vw_worker *w);
 /* Routes the records of newly assigned partitions to w->mq. */
 void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts);
+/* Routes every assigned partition again (see consumer.c "Routing"). */
+void vw_consumer_reroute(struct vw_worker *w);
 void vw_consumer_pause(struct vw_worker *w, bool pause);
 /* Pauses/resumes the assignment per rebalance state. */
 void vw_consumer_flow(struct vw_worker *w);
