@@ -60,6 +60,9 @@ static vw_rel_report crash_and_recover(const char *name, const char *spec, size_
      * never "dropped" (acknowledged: committed without a result). */
     cr_assert_eq(vw_kh_count_log(&w, "record dropped"), 0, "%s: no record acknowledged unanswered",
                  spec);
+    if (strstr(spec, "before_produce"))
+        cr_assert_geq(vw_kh_count_log(&w, "record left unanswered and uncommitted"), 1,
+                      "%s: the refused record took the abandon path", spec);
     /* The dead member stays in the group until its session times out
      * (anchors §5.2): a successor started earlier may get no assignment. */
     vw_kh_sleep_ms(SESSION_WAIT_MS);
@@ -109,17 +112,16 @@ Test(reliability_crash, after_commit) {
 }
 
 /* A fatal producer error (rd_kafka_test_fatal_error, as an idempotent
- * producer's broken sequence raises it) right after the 60th result was handed
- * to librdkafka, while the rest of its batch waits to be produced: the worker
- * answers nothing more, commits nothing unanswered and exits 1; a successor
- * answers the rest. Until 2026-12-03 a record the dead producer refused took
- * the dead-letter path, whose refusal acknowledged it ("record dropped"):
- * committed unanswered whenever nothing earlier of its partition was still in
- * flight. */
+ * producer's broken sequence raises it) just before the 60th result is handed
+ * to librdkafka, which then refuses it: the worker answers nothing more,
+ * commits nothing unanswered and exits 1; a successor answers the rest. Until
+ * 2026-12-03 a record the dead producer refused took the dead-letter path,
+ * whose refusal acknowledged it ("record dropped"): committed unanswered
+ * whenever nothing earlier of its partition was still in flight. */
 Test(reliability_crash, fatal_producer_error) {
     char *env[] = {"VW_TEST_ECHO_DELAY_MS=30", NULL};
     int64_t rec;
-    vw_rel_report r = crash_and_recover("fatal_producer", "after_produce:60:fatal", 200,
+    vw_rel_report r = crash_and_recover("fatal_producer", "before_produce:60:fatal", 200,
                                         ONE_BATCH_YAML, env, &rec);
     check("fatal_producer", &r, 2 * BATCH, rec);
     cr_assert_eq(r.not_200, 0);

@@ -61,6 +61,8 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
                "reason=\"%s\"",
                rd_kafka_name(rk), rd_kafka_err2name(real), cause);
         w->fatal = true;
+        if (rk == w->producer)
+            w->producer_dead = true;
         vw_metrics_set_fatal(w->metrics);
         return;
     }
@@ -204,8 +206,8 @@ void vw_consumer_commit(struct vw_worker *w, bool sync) {
 /* ---- rebalance ------------------------------------------------------------ */
 
 static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
-    if (w->fatal)
-        return false; /* nothing more can be delivered */
+    if (w->producer_dead)
+        return false; /* nothing more will be acknowledged: queued results were purged */
     if (w->exec_items)
         return true;
     for (int i = 0; i < parts->cnt; i++)
@@ -256,8 +258,11 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
     for (int i = 0; i < parts->cnt; i++) {
         vw_err err = {0};
         if (vw_offsets_assign(w->tracker, parts->elems[i].topic, parts->elems[i].partition, NULL,
-                              &err))
-            VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s", err.msg);
+                              &err)) { /* out of memory: the partition could not move */
+            VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s, stopping", err.msg);
+            w->fatal = true;
+            vw_metrics_set_fatal(w->metrics);
+        }
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
                parts->elems[i].topic, (int)parts->elems[i].partition);
     }
@@ -505,8 +510,8 @@ bool vw_consumer_poll(struct vw_worker *w) {
         take(w, m);
     }
     more = n == EVENTS;
-    if (w->stopping || w->paused)
-        return more;
+    if (w->stopping || w->paused || w->fatal)
+        return more && !w->fatal;
     size_t k = room(w);
     if (k > RECORDS)
         k = RECORDS;

@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 static const char *const names[] = {
-    [VW_CRASH_AFTER_EXECUTOR] = "after_executor",
-    [VW_CRASH_AFTER_PRODUCE] = "after_produce",
-    [VW_CRASH_AFTER_DELIVERY] = "after_delivery",
-    [VW_CRASH_AFTER_COMMIT] = "after_commit",
+    [VW_CRASH_AFTER_EXECUTOR] = "after_executor", [VW_CRASH_AFTER_PRODUCE] = "after_produce",
+    [VW_CRASH_AFTER_DELIVERY] = "after_delivery", [VW_CRASH_AFTER_COMMIT] = "after_commit",
+    [VW_CRASH_BEFORE_PRODUCE] = "before_produce",
 };
 enum { N_NAMES = sizeof names / sizeof names[0] };
 
@@ -41,7 +40,8 @@ vw_status vw_crashpoint_init(vw_crashpoint *cp, const char *spec, vw_err *err) {
         if (errno || end == spec + len + 1 || at < 1)
             found = VW_CRASH_NONE;
         else if (!strcmp(end, ":fatal") &&
-                 (found == VW_CRASH_AFTER_PRODUCE || found == VW_CRASH_AFTER_DELIVERY))
+                 (found == VW_CRASH_BEFORE_PRODUCE || found == VW_CRASH_AFTER_PRODUCE ||
+                  found == VW_CRASH_AFTER_DELIVERY))
             action = VW_CRASH_FATAL_PRODUCER;
         else if (*end)
             found = VW_CRASH_NONE;
@@ -50,8 +50,9 @@ vw_status vw_crashpoint_init(vw_crashpoint *cp, const char *spec, vw_err *err) {
     }
     if (found == VW_CRASH_NONE)
         return VW_FAIL(err, VW_EINVAL, "bad_crash_point",
-                       "VW_CRASH_AT=%s: expected after_executor|after_produce|after_delivery|"
-                       "after_commit[:N], N >= 1, or after_produce|after_delivery:N:fatal",
+                       "VW_CRASH_AT=%s: expected after_executor|before_produce|after_produce|"
+                       "after_delivery|after_commit[:N], N >= 1, or "
+                       "before_produce|after_produce|after_delivery:N:fatal",
                        spec);
     cp->point = found;
     cp->at = at;

@@ -6,8 +6,10 @@
  *   after_produce   a result or dead letter was handed to librdkafka (not acked)
  *   after_delivery  a delivery report acknowledged a record (offset not committed)
  *   after_commit    an offset commit was confirmed by the broker
- * `<point>:<n>:fatal` (after_produce and after_delivery only) does not abort:
- * the hit returns true and the worker makes its producer fail fatally
+ *   before_produce  a result is about to be handed to librdkafka
+ * `<point>:<n>:fatal` (before_produce, after_produce and after_delivery only)
+ * does not abort: the hit returns true and the worker makes its producer fail
+ * fatally
  * (rd_kafka_test_fatal_error, as an idempotent producer's sequence error
  * would), so tests can check that a fatal error commits nothing unanswered.
  * Without the variable every hit is one relaxed atomic load and a compare, so
@@ -36,6 +38,7 @@ typedef enum vw_crash_point {
     VW_CRASH_AFTER_PRODUCE,
     VW_CRASH_AFTER_DELIVERY,
     VW_CRASH_AFTER_COMMIT,
+    VW_CRASH_BEFORE_PRODUCE,
 } vw_crash_point;
 
 typedef enum vw_crash_action {

@@ -33,6 +33,18 @@ static rd_kafka_headers_t *base_headers(struct vw_worker *w, const vw_item *it) 
     return h;
 }
 
+/* True when the producer can deliver nothing more: it raised a fatal error
+ * (the error callback may not have been served yet when producev answers
+ * __FATAL, hence the direct check). Marks the worker fatal: exit 1. */
+static bool producer_dead(struct vw_worker *w, rd_kafka_resp_err_t e) {
+    if (!w->producer_dead &&
+        (e == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(w->producer, NULL, 0))) {
+        w->producer_dead = w->fatal = true;
+        vw_metrics_set_fatal(w->metrics);
+    }
+    return w->producer_dead;
+}
+
 /* Hands one message to librdkafka; retries while its queue is full.
  * Takes ownership of h on success. */
 static rd_kafka_resp_err_t send_msg(struct vw_worker *w, const char *topic, const vw_item *it,
@@ -42,21 +54,10 @@ static rd_kafka_resp_err_t send_msg(struct vw_worker *w, const char *topic, cons
             w->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(it->key, it->key_len),
             RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(h),
             RD_KAFKA_V_OPAQUE((void *)it), RD_KAFKA_V_END);
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || w->fatal)
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || producer_dead(w, e))
             return e;
         rd_kafka_poll(w->producer, 10); /* serve delivery reports, then retry */
     }
-}
-
-/* True when the producer can send nothing any more: a fatal error was raised
- * (the error callback may not have been served yet when producev answers
- * __FATAL). Marks the worker fatal: it stops with exit 1. */
-static bool producer_dead(struct vw_worker *w, rd_kafka_resp_err_t e) {
-    if (e == RD_KAFKA_RESP_ERR__FATAL && !w->fatal) {
-        w->fatal = true;
-        vw_metrics_set_fatal(w->metrics);
-    }
-    return w->fatal;
 }
 
 /* Leaves a record unanswered and unacknowledged: its offset is never committed,
@@ -155,6 +156,8 @@ static void produce_one(struct vw_worker *w, vw_item *it) {
         dead_letter(w, it);
         return;
     }
+    if (vw_crashpoint_hit(&w->crash, VW_CRASH_BEFORE_PRODUCE))
+        fail_producer(w);
     char status[24];
     size_t status_len = vw_fmt_i64(status, it->vela_status);
     rd_kafka_headers_t *h = base_headers(w, it);
@@ -188,7 +191,7 @@ void vw_produce_ready(struct vw_worker *w) {
     for (size_t i = 0; i < n_redo; i++) {
         vw_item *it = redo[i];
         uint32_t epoch = 0;
-        if (w->fatal)
+        if (producer_dead(w, RD_KAFKA_RESP_ERR_NO_ERROR))
             abandon(w, it, "the producer failed fatally");
         else if (!w->replay &&
                  (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, &epoch) ||
@@ -200,7 +203,7 @@ void vw_produce_ready(struct vw_worker *w) {
             produce_one(w, it);
     }
     free(redo);
-    while (!w->fatal && vw_offsets_next_ready(w->tracker, &pos))
+    while (!w->producer_dead && vw_offsets_next_ready(w->tracker, &pos))
         produce_one(w, pos.result);
 }
 
@@ -258,7 +261,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         vw_item_free(it); /* revoked (or re-assigned since): no longer ours */
         return;
     }
-    if (w->fatal) {
+    if (producer_dead(w, m->err)) {
         abandon(w, it, rd_kafka_err2str(m->err));
         return;
     }

@@ -274,6 +274,13 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
         (r && (m->offset < r->start || m->offset >= r->end)))
         return; /* revoked meanwhile, or outside the replay range */
     if (vw_offsets_track(w->tracker, w->topic, m->partition, m->offset, &err)) {
+        if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
+            VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",
+                   w->topic, (int)m->partition, (long long)m->offset);
+            w->fatal = true;
+            vw_metrics_set_fatal(w->metrics);
+            return;
+        }
         VW_LOG(w->log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
                w->topic, (int)m->partition, (long long)m->offset, err.msg);
         return;

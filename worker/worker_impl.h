@@ -95,11 +95,13 @@ struct vw_worker {
     size_t n_retry, cap_retry;
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
-    bool paused, stopping, fatal, commit_in_flight;
-    bool backpressure; /* in-flight limit reached: records stay in librdkafka's queue */
-    bool more;         /* the last turn left work queued: do not sleep */
-    int64_t turn_ms;   /* vw_now_ms() at the start of this turn (admission times) */
-    vw_sbuf scratch;   /* rejection values are written here before their item exists */
+    bool paused, stopping, commit_in_flight;
+    bool fatal;         /* stop, exit 1, commit nothing past what was delivered */
+    bool producer_dead; /* the producer can deliver nothing more (implies fatal) */
+    bool backpressure;  /* in-flight limit reached: records stay in librdkafka's queue */
+    bool more;          /* the last turn left work queued: do not sleep */
+    int64_t turn_ms;    /* vw_now_ms() at the start of this turn (admission times) */
+    vw_sbuf scratch;    /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t next_route_ms;     /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
