@@ -60,10 +60,9 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
                "fatal client error, stopping client=%s err=%s "
                "reason=\"%s\"",
                rd_kafka_name(rk), rd_kafka_err2name(real), cause);
-        w->fatal = true;
         if (rk == w->producer)
             w->producer_dead = true;
-        vw_metrics_set_fatal(w->metrics);
+        vw_worker_set_fatal(w);
         return;
     }
     /* Everything else is informational: librdkafka recovers by itself. */
@@ -260,8 +259,7 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
         if (vw_offsets_assign(w->tracker, parts->elems[i].topic, parts->elems[i].partition, NULL,
                               &err)) { /* out of memory: the partition could not move */
             VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s, stopping", err.msg);
-            w->fatal = true;
-            vw_metrics_set_fatal(w->metrics);
+            vw_worker_set_fatal(w);
         }
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
                parts->elems[i].topic, (int)parts->elems[i].partition);
@@ -465,8 +463,7 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
         if (ends_run(w, m->err)) {
             VW_LOG(w->log, VW_LOG_ERROR, "consumer", "consume error, stopping err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-            w->fatal = true;
-            vw_metrics_set_fatal(w->metrics);
+            vw_worker_set_fatal(w);
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
@@ -502,8 +499,7 @@ bool vw_consumer_poll(struct vw_worker *w) {
             VW_LOG(w->log, VW_LOG_ERROR, "consumer",
                    "record outside its partition's queue, stopping tp=%s:%d:%lld",
                    rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
-            w->fatal = true;
-            vw_metrics_set_fatal(w->metrics);
+            vw_worker_set_fatal(w);
             rd_kafka_message_destroy(m);
             continue;
         }

@@ -8,11 +8,16 @@
 #include <string.h>
 #include <unistd.h>
 
+/* One point per line. */
+// clang-format off
 static const char *const names[] = {
-    [VW_CRASH_AFTER_EXECUTOR] = "after_executor", [VW_CRASH_AFTER_PRODUCE] = "after_produce",
-    [VW_CRASH_AFTER_DELIVERY] = "after_delivery", [VW_CRASH_AFTER_COMMIT] = "after_commit",
+    [VW_CRASH_AFTER_EXECUTOR] = "after_executor",
+    [VW_CRASH_AFTER_PRODUCE] = "after_produce",
+    [VW_CRASH_AFTER_DELIVERY] = "after_delivery",
+    [VW_CRASH_AFTER_COMMIT] = "after_commit",
     [VW_CRASH_BEFORE_PRODUCE] = "before_produce",
 };
+// clang-format on
 enum { N_NAMES = sizeof names / sizeof names[0] };
 
 const char *vw_crashpoint_name(vw_crash_point p) {

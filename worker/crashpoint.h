@@ -9,9 +9,9 @@
  *   before_produce  a result is about to be handed to librdkafka
  * `<point>:<n>:fatal` (before_produce, after_produce and after_delivery only)
  * does not abort: the hit returns true and the worker makes its producer fail
- * fatally
- * (rd_kafka_test_fatal_error, as an idempotent producer's sequence error
- * would), so tests can check that a fatal error commits nothing unanswered.
+ * fatally (rd_kafka_test_fatal_error, as an idempotent producer's sequence
+ * error would), so tests can check that a fatal error commits nothing
+ * unanswered.
  * Without the variable every hit is one relaxed atomic load and a compare, so
  * the points are compiled into every build (docs/reliability.md).
  *

@@ -39,8 +39,8 @@ static rd_kafka_headers_t *base_headers(struct vw_worker *w, const vw_item *it) 
 static bool producer_dead(struct vw_worker *w, rd_kafka_resp_err_t e) {
     if (!w->producer_dead &&
         (e == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(w->producer, NULL, 0))) {
-        w->producer_dead = w->fatal = true;
-        vw_metrics_set_fatal(w->metrics);
+        w->producer_dead = true;
+        vw_worker_set_fatal(w);
     }
     return w->producer_dead;
 }
@@ -279,8 +279,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
     if (!vw_items_push(&w->redo, &w->n_redo, &w->cap_redo, it)) {
         /* Acknowledging it would commit it unanswered: stop instead (exit 1). */
-        w->fatal = true;
-        vw_metrics_set_fatal(w->metrics);
+        vw_worker_set_fatal(w);
         abandon(w, it, "out of memory for the retry list: stopping");
     }
 }

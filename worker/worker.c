@@ -277,8 +277,7 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
         if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
             VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",
                    w->topic, (int)m->partition, (long long)m->offset);
-            w->fatal = true;
-            vw_metrics_set_fatal(w->metrics);
+            vw_worker_set_fatal(w);
             return;
         }
         VW_LOG(w->log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
@@ -293,8 +292,7 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
          * partition still, and a restart answers the record. */
         VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
                w->topic, (int)m->partition, (long long)m->offset);
-        w->fatal = true;
-        vw_metrics_set_fatal(w->metrics);
+        vw_worker_set_fatal(w);
         return;
     }
     if (it->kind == VW_RESULT_RECORD && !it->out_value)
@@ -387,6 +385,11 @@ static void dispatch(struct vw_worker *w, int64_t now) {
 
 static bool same_partition(void *item, void *ctx) {
     return ((vw_item *)item)->partition == *(const int32_t *)ctx;
+}
+
+void vw_worker_set_fatal(struct vw_worker *w) {
+    w->fatal = true;
+    vw_metrics_set_fatal(w->metrics);
 }
 
 void vw_worker_drop_partition(struct vw_worker *w, int32_t partition) {

@@ -166,6 +166,9 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m);
 void vw_worker_collect(struct vw_worker *w);
 /* worker.c: drops batched/retrying items of a partition (revoke). */
 void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
+/* Marks the worker fatal: the loop ends, it exits 1 and commits nothing past
+ * what was delivered; /healthz turns 503. The caller logs why. */
+void vw_worker_set_fatal(struct vw_worker *w);
 
 /* The error callback of both clients (consumer.c): a fatal error (e.g. of the
  * idempotent producer) stops the worker; anything else is logged. */
