@@ -47,7 +47,8 @@ Test(config, every_field) {
                        "batching: {max_tokens: 100, max_requests: 7, max_wait_ms: 0}\n"
                        "limits: {max_request_bytes: 2048, max_in_flight: 9}\n"
                        "delivery: {mode: at_least_once, commit_interval_ms: 50,\n"
-                       "  retry_backoff_ms: 20, retry_backoff_max_ms: 40, revoke_wait_ms: 30}\n"
+                       "  retry_backoff_ms: 20, retry_backoff_max_ms: 40, revoke_wait_ms: 30,\n"
+                       "  start_timeout_ms: 0}\n"
                        "metrics: {listen: \"\", stats_interval_ms: 1000}\n"
                        "log: {level: debug, format: text}\n"
                        "shutdown: {grace_ms: 1500}\n";
@@ -79,6 +80,7 @@ Test(config, every_field) {
     cr_assert_eq(cfg->delivery.retry_backoff_ms, 20);
     cr_assert_eq(cfg->delivery.retry_backoff_max_ms, 40);
     cr_assert_eq(cfg->delivery.revoke_wait_ms, 30);
+    cr_assert_eq(cfg->delivery.start_timeout_ms, 0);
     cr_assert_str_eq(cfg->metrics.listen, "");
     cr_assert_eq(cfg->metrics.stats_interval_ms, 1000);
     cr_assert_eq(cfg->log.level, VW_LOG_DEBUG);
@@ -99,6 +101,8 @@ Test(config, defaults) {
     cr_assert_eq(cfg->batching.max_wait_ms, 5);
     cr_assert_eq(cfg->limits.max_request_bytes, 1048576);
     cr_assert_eq(cfg->limits.max_in_flight, 1024);
+    cr_assert_eq(cfg->delivery.revoke_wait_ms, 5000);
+    cr_assert_eq(cfg->delivery.start_timeout_ms, 15000);
     cr_assert_str_eq(cfg->metrics.listen, "127.0.0.1:9464");
     cr_assert_eq(cfg->log.level, VW_LOG_INFO);
     cr_assert_eq(cfg->log.format, VW_LOG_JSON);
@@ -116,6 +120,7 @@ Test(config, env_overrides) {
                     "VELA_BATCHING_MAX_TOKENS=512",
                     "VELA_LIMITS_MAX_IN_FLIGHT=3",
                     "VELA_DELIVERY_REVOKE_WAIT_MS=0",
+                    "VELA_DELIVERY_START_TIMEOUT_MS=250",
                     "VELA_METRICS_LISTEN=0.0.0.0:1",
                     "VELA_LOG_LEVEL=warn",
                     "VELA_SHUTDOWN_GRACE_MS=7",
@@ -134,6 +139,7 @@ Test(config, env_overrides) {
     cr_assert_eq(cfg->batching.max_tokens, 512);
     cr_assert_eq(cfg->limits.max_in_flight, 3);
     cr_assert_eq(cfg->delivery.revoke_wait_ms, 0);
+    cr_assert_eq(cfg->delivery.start_timeout_ms, 250);
     cr_assert_str_eq(cfg->metrics.listen, "0.0.0.0:1");
     cr_assert_eq(cfg->log.level, VW_LOG_WARN);
     cr_assert_eq(cfg->shutdown.grace_ms, 7);

@@ -15,7 +15,7 @@
 
 #define TOPICS "requests:4,results:4,requests.dlq:1"
 /* Kafka protocol numbers (anchors §1.1: not in librdkafka's installed headers). */
-enum { API_PRODUCE = 0, API_OFFSET_COMMIT = 8 };
+enum { API_PRODUCE = 0, API_OFFSET_COMMIT = 8, API_OFFSET_FETCH = 9 };
 
 typedef struct env {
     vw_kh_broker b;
@@ -137,6 +137,33 @@ Test(reliability_faults, produce_error_permanent_goes_to_dlq) {
     cr_assert_eq(json_array_size(res), 7, "no result record for the dead letter");
     json_decref(res);
     finish(&e, "produce_error_permanent", &r, 0, vw_kh_now_ms() - t0);
+}
+
+/* The group coordinator answers the worker's first two OffsetFetch requests
+ * with NOT_COORDINATOR (16): what a cluster answers while the group's
+ * coordinator moves (a broker restart). librdkafka 2.0.2 does not retry an
+ * OffsetFetch that failed so at request level: the partitions stay assigned
+ * and are never fetched (librdkafka #5586; with delivery.start_timeout_ms 0
+ * these requests stay unanswered, and so with COORDINATOR_NOT_AVAILABLE 15).
+ * The start watchdog assigns them again, twice, and everything is answered
+ * once. */
+Test(reliability_faults, offset_fetch_fails_partitions_assigned_again) {
+    env e;
+    const size_t n = 200;
+    start_broker(&e, 1, "offset-fetch", "delivery: {start_timeout_ms: 2000}\n");
+    cr_assert_eq(vw_rel_produce(e.b.bootstrap, 0, n, 4, "r", VW_REL_ECHO_VALUE), 0);
+    char line[64];
+    snprintf(line, sizeof line, "err %d 2 16", API_OFFSET_FETCH);
+    control(&e, line);
+    start_worker(&e, NULL);
+    int64_t t0 = vw_kh_now_ms();
+    vw_rel_report r = vw_rel_collect(e.b.bootstrap, "results", "r", n, 60000);
+    int64_t took = vw_kh_now_ms() - t0;
+    double restarts = metric(&e, "vela_worker_partition_restarts_total");
+    cr_assert_eq(restarts, 8, "4 partitions, twice: %g", restarts);
+    cr_assert_eq(vw_kh_count_log(&e.w, "assigning it again"), 8);
+    cr_assert_geq(took, 4000, "two start timeouts passed first");
+    finish(&e, "offset_fetch_fails", &r, 0, took);
 }
 
 /* OffsetCommit errors REBALANCE_IN_PROGRESS (27) and REQUEST_TIMED_OUT (7)

@@ -48,6 +48,7 @@ static const field fields[] = {
     {"delivery", "retry_backoff_max_ms", F_INT, OFF(delivery.retry_backoff_max_ms), 1, 3600000,
      NULL},
     {"delivery", "revoke_wait_ms", F_INT, OFF(delivery.revoke_wait_ms), 0, 600000, NULL},
+    {"delivery", "start_timeout_ms", F_INT, OFF(delivery.start_timeout_ms), 0, 3600000, NULL},
     {"metrics", "listen", F_STR, OFF(metrics.listen), 0, 0, NULL},
     {"metrics", "stats_interval_ms", F_INT, OFF(metrics.stats_interval_ms), 0, 3600000, NULL},
     {"log", "level", F_ENUM, OFF(log.level), 0, 0, levels},
@@ -483,6 +484,7 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->delivery.retry_backoff_ms = 100;
     cfg->delivery.retry_backoff_max_ms = 5000;
     cfg->delivery.revoke_wait_ms = 5000;
+    cfg->delivery.start_timeout_ms = 15000;
     cfg->metrics.stats_interval_ms = 5000;
     cfg->log.level = VW_LOG_INFO;
     cfg->log.format = VW_LOG_JSON;

@@ -72,6 +72,7 @@ typedef struct vw_config {
         int64_t retry_backoff_ms;     /* first backoff of a transient processor failure */
         int64_t retry_backoff_max_ms; /* backoff cap (it doubles per attempt) */
         int64_t revoke_wait_ms;       /* bounded wait for deliveries on partition revoke */
+        int64_t start_timeout_ms;     /* assigned, not fetching this long: assign again (0: off) */
     } delivery;
     struct {
         char *listen;              /* "host:port"; empty string disables the HTTP endpoint */

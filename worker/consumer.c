@@ -70,6 +70,28 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
            rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
+/* The start watchdog (starts.h): partitions of the input topic whose
+ * statistics show a started fetcher leave the list; the next turn assigns
+ * again those listed past delivery.start_timeout_ms (restart_due). Deciding
+ * right after a report means a partition is never judged on a state older
+ * than the statistics interval. */
+static void note_fetch_states(struct vw_worker *w, const json_t *root) {
+    if (!w->starts.n)
+        return;
+    const json_t *parts =
+        json_object_get(json_object_get(json_object_get(root, "topics"), w->topic), "partitions");
+    for (size_t i = w->starts.n; i-- > 0;) {
+        char key[16];
+        int32_t p = w->starts.items[i].partition;
+        snprintf(key, sizeof key, "%d", (int)p);
+        const char *fs =
+            json_string_value(json_object_get(json_object_get(parts, key), "fetch_state"));
+        if (vw_starts_fetching(fs))
+            vw_starts_remove(&w->starts, p);
+    }
+    w->starts_check = w->starts.n > 0;
+}
+
 static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     (void)rk;
     struct vw_worker *w = opaque;
@@ -83,6 +105,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     if (unsteady != w->group_unsteady)
         VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "group join_state=%s", js);
     w->group_unsteady = unsteady;
+    note_fetch_states(w, root);
     json_decref(root);
     return 0; /* librdkafka frees json */
 }
@@ -221,8 +244,10 @@ static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_lis
  * nothing (another member may own the partitions already). */
 static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
                               bool lost) {
-    for (int i = 0; i < parts->cnt; i++)
+    for (int i = 0; i < parts->cnt; i++) {
         vw_worker_drop_partition(w, parts->elems[i].partition);
+        vw_starts_remove(&w->starts, parts->elems[i].partition);
+    }
     if (!lost) {
         int64_t deadline = vw_now_ms() + w->cfg->delivery.revoke_wait_ms;
         if (w->stopping && w->stop_deadline_ms < deadline)
@@ -261,9 +286,69 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
             VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s, stopping", err.msg);
             vw_worker_set_fatal(w);
         }
+        /* Without it the watchdog misses this partition: nothing else changes. */
+        if (vw_starts_add(&w->starts, parts->elems[i].partition, vw_now_ms()))
+            VW_LOG(w->log, VW_LOG_WARN, "consumer", "start watchdog: out of memory tp=%s:%d",
+                   parts->elems[i].topic, (int)parts->elems[i].partition);
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
                parts->elems[i].topic, (int)parts->elems[i].partition);
     }
+}
+
+/* Assigns again the partitions the start watchdog found never fetching (see
+ * starts.h): nothing of theirs was consumed, so the tracker is untouched;
+ * librdkafka forgets the partition and looks its committed offset up anew.
+ * Called after a statistics report, once the consumer queue was drained.
+ * Never while a rebalance may be pending: librdkafka 2.0.2 takes any
+ * incremental (un)assign made while it waits for the application's answer to
+ * a rebalance as that answer (and clears a lost flag), so the revoke wait and
+ * commit would be skipped. `joining` is set from the log line librdkafka
+ * writes before it queues the rebalance; a check-then-act gap of one poll
+ * remains. Skipped checks wait for the next report. Only the cooperative
+ * protocol can drop and add one partition; under an eager strategy (set by
+ * the user) the stall is reported only. */
+static void restart_due(struct vw_worker *w) {
+    enum { MAX = 64 };
+    int32_t due[MAX];
+    w->starts_check = false;
+    int64_t timeout = w->cfg->delivery.start_timeout_ms, now = vw_now_ms();
+    if (timeout <= 0 || w->stopping || w->fatal || atomic_load(&w->joining) || w->group_unsteady ||
+        now < w->commit_hold_until)
+        return;
+    rd_kafka_topic_partition_list_t *cur = NULL;
+    if (rd_kafka_assignment(w->consumer, &cur) || !cur)
+        return;
+    size_t k = vw_starts_due(&w->starts, now, timeout, due, MAX);
+    bool cooperative = !strcmp(rd_kafka_rebalance_protocol(w->consumer), "COOPERATIVE");
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(k ? k : 1));
+    for (size_t i = 0; i < k; i++) {
+        /* One partition librdkafka does not hold would fail the whole call. */
+        if (!rd_kafka_topic_partition_list_find(cur, w->topic, due[i])) {
+            vw_starts_remove(&w->starts, due[i]);
+            continue;
+        }
+        rd_kafka_topic_partition_list_add(l, w->topic, due[i]);
+        VW_LOG(w->log, VW_LOG_WARN, "consumer",
+               "partition still not fetched start_timeout_ms after its assignment, %s tp=%s:%d "
+               "start_timeout_ms=%lld",
+               cooperative ? "assigning it again" : "eager protocol: restart the worker", w->topic,
+               (int)due[i], (long long)timeout);
+    }
+    rd_kafka_topic_partition_list_destroy(cur);
+    if (cooperative && l->cnt) {
+        rd_kafka_error_t *e = rd_kafka_incremental_unassign(w->consumer, l);
+        if (!e)
+            e = rd_kafka_incremental_assign(w->consumer, l);
+        if (e) {
+            VW_LOG(w->log, VW_LOG_ERROR, "consumer", "assigning again: %s",
+                   rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        } else {
+            vw_consumer_route(w, l);
+            vw_metrics_inc(w->metrics, VW_M_PARTITION_RESTARTS, (uint64_t)l->cnt);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
 }
 
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -469,6 +554,8 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
     } else if (!w->stopping) {
+        if (w->starts.n) /* a record: its partition fetches */
+            vw_starts_remove(&w->starts, m->partition);
         vw_worker_intake(w, m);
     }
     rd_kafka_message_destroy(m);
@@ -506,6 +593,8 @@ bool vw_consumer_poll(struct vw_worker *w) {
         take(w, m);
     }
     more = n == EVENTS;
+    if (w->starts_check && n < EVENTS)
+        restart_due(w);
     if (w->stopping || w->paused || w->fatal)
         return more && !w->fatal;
     size_t k = room(w);

@@ -26,6 +26,8 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
     {"backpressure_total",
      "Times intake stopped at limits.max_in_flight (records wait in librdkafka's fetch queue)."},
     {"batches_total", "Micro-batches run by the processor."},
+    {"partition_restarts_total",
+     "Partitions assigned again because librdkafka never started fetching them."},
 };
 
 enum { MAX_BUCKETS = 16 };

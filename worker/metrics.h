@@ -28,15 +28,16 @@
 typedef struct vw_metrics vw_metrics;
 
 typedef enum vw_counter {
-    VW_M_RECORDS_IN = 0,  /* request records consumed */
-    VW_M_DLQ,             /* records sent to the dead-letter topic */
-    VW_M_RETRIES,         /* transient processor failures (item re-run) */
-    VW_M_PRODUCE_ERRORS,  /* failed deliveries (re-produced or dead-lettered) */
-    VW_M_COMMITS,         /* successful offset commits (partitions) */
-    VW_M_COMMIT_FAILURES, /* failed offset commits (partitions) */
-    VW_M_REBALANCES,      /* assignments and revocations */
-    VW_M_BACKPRESSURE,    /* intake stopped at limits.max_in_flight */
-    VW_M_BATCHES,         /* micro-batches run */
+    VW_M_RECORDS_IN = 0,     /* request records consumed */
+    VW_M_DLQ,                /* records sent to the dead-letter topic */
+    VW_M_RETRIES,            /* transient processor failures (item re-run) */
+    VW_M_PRODUCE_ERRORS,     /* failed deliveries (re-produced or dead-lettered) */
+    VW_M_COMMITS,            /* successful offset commits (partitions) */
+    VW_M_COMMIT_FAILURES,    /* failed offset commits (partitions) */
+    VW_M_REBALANCES,         /* assignments and revocations */
+    VW_M_BACKPRESSURE,       /* intake stopped at limits.max_in_flight */
+    VW_M_BATCHES,            /* micro-batches run */
+    VW_M_PARTITION_RESTARTS, /* partitions assigned again by the start watchdog */
     VW_M_COUNTERS
 } vw_counter;
 

@@ -697,6 +697,7 @@ void vw_worker_free(vw_worker *w) {
     vw_queue_free(w->to_exec, free_batch_items);
     vw_queue_free(w->from_exec, free_batch_items);
     vw_offsets_free(w->tracker);
+    vw_starts_free(&w->starts);
     vw_sbuf_free(&w->scratch);
     for (int i = 0; i < 2; i++)
         if (w->wake[i] >= 0)

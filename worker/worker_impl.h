@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "offsets.h"
 #include "processor.h"
+#include "starts.h"
 #include "worker.h"
 
 /* One consumed record on its way to a result. Owned by whoever holds it: the
@@ -104,6 +105,8 @@ struct vw_worker {
     vw_sbuf scratch;    /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t next_route_ms;     /* vw_consumer_reroute: every assigned partition routed again */
+    vw_starts starts;          /* input partitions assigned, not yet known to fetch (starts.h) */
+    bool starts_check;         /* statistics arrived: look for partitions that never started */
     int64_t stop_deadline_ms;  /* while stopping: the end of the grace period */
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
     bool group_unsteady;       /* statistics: this member is rejoining the group */
