@@ -123,8 +123,11 @@ static int64_t session_timeout_ms(const vw_config *cfg) {
  * after the generation changed: ILLEGAL_GENERATION, which librdkafka 2.0.2
  * treats as a lost assignment (no revoke commit: the new owner processes the
  * uncommitted tail again). So while a rebalance is known to run (librdkafka's
- * join state is not steady, a commit got REBALANCE_IN_PROGRESS, or a
- * cooperative revoke was just handled) async commits wait, and the input is
+ * join state is not steady — from its log lines at once (`joining`; until
+ * 2026-12-03 only from statistics, up to an interval late, and a fault sweep
+ * saw commits sent in wait-join lose the assignment) or from statistics —, a
+ * commit got REBALANCE_IN_PROGRESS, or a cooperative revoke was just handled)
+ * async commits wait, and the input is
  * paused (vw_consumer_flow) so that the uncommitted tail stays within what was
  * in flight. Synchronous commits in the rebalance callback itself are always
  * made: the generation is current there. */
@@ -215,8 +218,8 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
 }
 
 void vw_consumer_commit(struct vw_worker *w, bool sync) {
-    if (w->replay ||
-        (!sync && (w->commit_in_flight || w->group_unsteady || vw_now_ms() < w->commit_hold_until)))
+    if (w->replay || (!sync && (w->commit_in_flight || w->group_unsteady ||
+                                atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until)))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
     if (l) {
