@@ -139,6 +139,16 @@ static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
     w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
 }
 
+/* A rebalance may be running (see hold_commits): async commits wait, and so
+ * does the start watchdog (restart_due). */
+static bool rebalance_running(struct vw_worker *w) {
+    return atomic_load(&w->joining) || w->group_unsteady || vw_now_ms() < w->commit_hold_until;
+}
+
+static bool cooperative(rd_kafka_t *rk) {
+    return !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+}
+
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque) {
     (void)rk;
@@ -218,8 +228,7 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
 }
 
 void vw_consumer_commit(struct vw_worker *w, bool sync) {
-    if (w->replay || (!sync && (w->commit_in_flight || w->group_unsteady ||
-                                atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until)))
+    if (w->replay || (!sync && (w->commit_in_flight || rebalance_running(w))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
     if (l) {
@@ -314,16 +323,15 @@ static void restart_due(struct vw_worker *w) {
     enum { MAX = 64 };
     int32_t due[MAX];
     w->starts_check = false;
-    int64_t timeout = w->cfg->delivery.start_timeout_ms, now = vw_now_ms();
-    if (timeout <= 0 || w->stopping || w->fatal || atomic_load(&w->joining) || w->group_unsteady ||
-        now < w->commit_hold_until)
+    int64_t timeout = w->cfg->delivery.start_timeout_ms;
+    if (timeout <= 0 || w->stopping || w->fatal || rebalance_running(w))
         return;
+    size_t k = vw_starts_due(&w->starts, vw_now_ms(), timeout, due, MAX);
     rd_kafka_topic_partition_list_t *cur = NULL;
-    if (rd_kafka_assignment(w->consumer, &cur) || !cur)
+    if (!k || rd_kafka_assignment(w->consumer, &cur) || !cur)
         return;
-    size_t k = vw_starts_due(&w->starts, now, timeout, due, MAX);
-    bool cooperative = !strcmp(rd_kafka_rebalance_protocol(w->consumer), "COOPERATIVE");
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(k ? k : 1));
+    bool coop = cooperative(w->consumer);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)k);
     for (size_t i = 0; i < k; i++) {
         /* One partition librdkafka does not hold would fail the whole call. */
         if (!rd_kafka_topic_partition_list_find(cur, w->topic, due[i])) {
@@ -334,11 +342,11 @@ static void restart_due(struct vw_worker *w) {
         VW_LOG(w->log, VW_LOG_WARN, "consumer",
                "partition still not fetched start_timeout_ms after its assignment, %s tp=%s:%d "
                "start_timeout_ms=%lld",
-               cooperative ? "assigning it again" : "eager protocol: restart the worker", w->topic,
+               coop ? "assigning it again" : "eager protocol: restart the worker", w->topic,
                (int)due[i], (long long)timeout);
     }
     rd_kafka_topic_partition_list_destroy(cur);
-    if (cooperative && l->cnt) {
+    if (coop && l->cnt) {
         rd_kafka_error_t *e = rd_kafka_incremental_unassign(w->consumer, l);
         if (!e)
             e = rd_kafka_incremental_assign(w->consumer, l);
@@ -357,7 +365,7 @@ static void restart_due(struct vw_worker *w) {
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque) {
     struct vw_worker *w = opaque;
-    bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    bool coop = cooperative(rk);
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
@@ -365,7 +373,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(w, parts);
         vw_consumer_route(w, parts);
-        if (cooperative)
+        if (coop)
             e = rd_kafka_incremental_assign(rk, parts);
         else
             re = rd_kafka_assign(rk, parts);
@@ -374,7 +382,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         vw_metrics_set_assigned(w->metrics, true);
     } else {
         revoke_partitions(w, parts, rd_kafka_assignment_lost(rk));
-        if (cooperative) {
+        if (coop) {
             e = rd_kafka_incremental_unassign(rk, parts);
             /* A cooperative revoke is followed by a second rebalance round. */
             w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
