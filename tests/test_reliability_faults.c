@@ -3,7 +3,9 @@
  * down for 3 s and leader moves on the results topic (3 brokers), retriable
  * and permanent Produce errors, OffsetCommit errors, and a processor that
  * keeps failing for longer than max.poll.interval.ms. Each asserts no loss,
- * the duplicate bound, per-partition order and commits at the log end. */
+ * the duplicate bound, per-partition order and commits at the log end.
+ * Also: a worker stopped between joining the group and its first assignment
+ * exits 0 (librdkafka 2.0.2 would abort in rd_kafka_destroy, #4312). */
 #include "kafka_harness.h"
 #include "rel_check.h"
 
@@ -15,7 +17,7 @@
 
 #define TOPICS "requests:4,results:4,requests.dlq:1"
 /* Kafka protocol numbers (anchors §1.1: not in librdkafka's installed headers). */
-enum { API_PRODUCE = 0, API_OFFSET_COMMIT = 8, API_OFFSET_FETCH = 9 };
+enum { API_PRODUCE = 0, API_OFFSET_COMMIT = 8, API_OFFSET_FETCH = 9, API_SYNC_GROUP = 14 };
 
 typedef struct env {
     vw_kh_broker b;
@@ -168,11 +170,15 @@ Test(reliability_faults, offset_fetch_fails_partitions_assigned_again) {
 
 /* OffsetCommit errors REBALANCE_IN_PROGRESS (27) and REQUEST_TIMED_OUT (7)
  * (test_kafka_worker covers OFFSET_METADATA_TOO_LARGE): commits are retried
- * until every partition is at its end; nothing is processed twice. */
+ * until every partition is at its end; nothing is processed twice. With no
+ * rebalance behind the 27s, each holds commits and intake for two heartbeat
+ * intervals and a second (3 s here), not the session timeout (30 s here; the
+ * hold until 2026-12-03: the end was then reached after ~90 s). */
 Test(reliability_faults, commit_errors_retried) {
     env e;
     const size_t n = 200;
-    start(&e, 1, "commit-err", NULL, NULL);
+    char *envv[] = {"VELA_KAFKA_CONSUMER_SESSION_TIMEOUT_MS=30000", NULL};
+    start(&e, 1, "commit-err", NULL, envv);
     control(&e, "err 8 3 27");
     control(&e, "err 8 3 7");
     int64_t t0 = vw_kh_now_ms();
@@ -181,6 +187,8 @@ Test(reliability_faults, commit_errors_retried) {
     int committed = vw_rel_committed_at_end(e.b.bootstrap, "commit-err", "requests", 4, 30000);
     int64_t rec = vw_kh_now_ms() - t0;
     cr_assert_eq(committed, 0, "commits reach the end despite 6 failures");
+    cr_assert_lt(rec, 20000, "three holds of 3 s, not of the 30 s session: %lld ms",
+                 (long long)rec);
     cr_assert_geq(metric(&e, "vela_worker_commit_failures_total"), 1);
     finish(&e, "commit_errors_retried", &r, 0, rec);
 }
@@ -207,4 +215,61 @@ Test(reliability_faults, executor_failure_outlasts_max_poll_interval) {
     cr_assert_gt(took, 10000, "the failure lasted longer than max.poll.interval.ms");
     finish(&e, "executor_failure_outlasts_max_poll", &r, 0, took);
     cr_assert_eq(r.not_200, 0, "answered, never rejected");
+}
+
+/* SyncGroup answered REBALANCE_IN_PROGRESS `fails` times, then SIGTERM as soon
+ * as a JoinGroup succeeded (librdkafka's join state reached wait-sync, seen in
+ * its cgrp debug lines): the window in which librdkafka 2.0.2's
+ * rd_kafka_destroy aborts (#4312; before the work-around: exit 134 in both
+ * tests). Returns the exit status; the log is e->w's. */
+static int stop_before_first_assignment(env *e, const char *group, int fails, int grace_ms,
+                                        int64_t *stop_ms) {
+    char yaml[64], line[64];
+    snprintf(yaml, sizeof yaml, "shutdown: {grace_ms: %d}\n", grace_ms);
+    start_broker(e, 1, group, yaml);
+    snprintf(line, sizeof line, "err %d %d 27", API_SYNC_GROUP, fails);
+    control(e, line);
+    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", NULL};
+    cr_assert_eq(vw_kh_worker_start("worker", e->cfg, envv, &e->w), 0);
+    cr_assert_eq(vw_kh_wait_log(&e->w, "-> wait-sync", 30000), 0, "a JoinGroup succeeded");
+    cr_assert_eq(vw_kh_count_log(&e->w, "partition assigned"), 0, "no assignment yet");
+    int64_t t0 = vw_kh_now_ms();
+    int rc = vw_kh_stop(&e->w, SIGTERM, grace_ms + 30000);
+    *stop_ms = vw_kh_now_ms() - t0;
+    vw_kh_broker_stop(&e->b);
+    return rc;
+}
+
+/* The assignment comes within the grace period (three SyncGroup failures):
+ * the worker takes it, releases it and stops like any other. */
+Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
+    env e;
+    int64_t took;
+    int rc = stop_before_first_assignment(&e, "sync-late", 3, 30000, &took);
+    fprintf(stderr, "stopped_before_first_assignment_waits_for_it: exit %d after %lld ms\n", rc,
+            (long long)took);
+    if (rc)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it (librdkafka #4312)"), 1);
+    cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 4);
+    cr_assert_eq(vw_kh_count_log(&e.w, "partition revoked"), 4);
+    cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 0);
+}
+
+/* SyncGroup keeps failing past the grace period (2 s): the consumer is
+ * closed, left undestroyed, and the worker exits 0 at the deadline. */
+Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
+    env e;
+    int64_t took;
+    int rc = stop_before_first_assignment(&e, "sync-never", 50, 2000, &took);
+    fprintf(stderr, "stopped_before_first_assignment_grace_ends: exit %d after %lld ms\n", rc,
+            (long long)took);
+    if (rc)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it (librdkafka #4312)"), 1);
+    cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 1);
+    cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 0);
+    cr_assert_lt(took, 2000 + 10000, "the grace period bounds the stop");
 }

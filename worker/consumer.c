@@ -1,5 +1,5 @@
 /* consumer.c — the worker's consumer side: client set-up, intake polling,
- * pause/resume, offset commits and the rebalance protocol (see worker.h).
+ * intake hold, offset commits and the rebalance protocol (see worker.h).
  * Runs on the Kafka thread only; librdkafka serves every callback here from
  * rd_kafka_consumer_poll. Never produces (producer.c does). */
 #include <jansson.h>
@@ -36,8 +36,12 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     struct vw_worker *w = rd_kafka_opaque(rk);
     if (!strcmp(fac, "CGRPJOINSTATE")) {
         const char *arrow = strstr(buf, " -> ");
-        if (arrow)
-            atomic_store(&w->joining, strncmp(arrow + 4, "steady ", 7) != 0);
+        if (arrow) {
+            const char *to = arrow + 4;
+            atomic_store(&w->joining, strncmp(to, "steady ", 7) != 0);
+            if (!strncmp(to, "wait-metadata ", 14) || !strncmp(to, "wait-sync ", 10))
+                atomic_store(&w->joined_group, true);
+        }
         if (!w->kafka_debug)
             return;
     }
@@ -110,12 +114,25 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     return 0; /* librdkafka frees json */
 }
 
-/* session.timeout.ms as configured (librdkafka's default otherwise). */
-static int64_t session_timeout_ms(const vw_config *cfg) {
-    const char *v = vw_kvlist_get(&cfg->kafka.consumer, "session.timeout.ms");
+/* A consumer property in ms as configured (librdkafka's default otherwise). */
+static int64_t consumer_ms(const vw_config *cfg, const char *key, int64_t dflt) {
+    const char *v = vw_kvlist_get(&cfg->kafka.consumer, key);
     if (!v)
-        v = vw_kvlist_get(&cfg->kafka.common, "session.timeout.ms");
-    return v ? atoll(v) : 45000;
+        v = vw_kvlist_get(&cfg->kafka.common, key);
+    return v ? atoll(v) : dflt;
+}
+
+/* How long async commits and intake wait for a rebalance to show (see
+ * hold_commits): a member in a rebalance learns of it from its next
+ * heartbeat answer, so two heartbeat intervals and a second for the round
+ * trip, at most the session timeout (librdkafka's defaults: 3 s, 45 s).
+ * Once the rebalance shows, the join state (`joining`) holds them. Until
+ * 2026-12-03 the hold lasted the session timeout, because the join state
+ * was then read from statistics only. */
+static int64_t hold_ms(const vw_config *cfg) {
+    int64_t session = consumer_ms(cfg, "session.timeout.ms", 45000);
+    int64_t bridge = 2 * consumer_ms(cfg, "heartbeat.interval.ms", 3000) + 1000;
+    return bridge < session ? bridge : session;
 }
 
 /* The group is rebalancing. While this member waits for its JoinGroup answer,
@@ -127,8 +144,8 @@ static int64_t session_timeout_ms(const vw_config *cfg) {
  * 2026-12-03 only from statistics, up to an interval late, and a fault sweep
  * saw commits sent in wait-join lose the assignment) or from statistics —, a
  * commit got REBALANCE_IN_PROGRESS, or a cooperative revoke was just handled)
- * async commits wait, and the input is
- * paused (vw_consumer_flow) so that the uncommitted tail stays within what was
+ * async commits wait, and intake is
+ * held (vw_consumer_flow) so that the uncommitted tail stays within what was
  * in flight. Synchronous commits in the rebalance callback itself are always
  * made: the generation is current there. */
 static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
@@ -136,7 +153,7 @@ static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
         return;
     if (w->commit_hold_until <= vw_now_ms())
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "group rebalancing: commits wait for it");
-    w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
+    w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
 }
 
 /* A rebalance may be running (see hold_commits): async commits wait, and so
@@ -369,6 +386,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
+    w->assigned_once = true;
     w->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(w, parts);
@@ -377,7 +395,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_assign(rk, parts);
         else
             re = rd_kafka_assign(rk, parts);
-        if (w->paused || w->stopping)
+        if (w->stopping)
             rd_kafka_pause_partitions(rk, parts);
         vw_metrics_set_assigned(w->metrics, true);
     } else {
@@ -385,7 +403,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (coop) {
             e = rd_kafka_incremental_unassign(rk, parts);
             /* A cooperative revoke is followed by a second rebalance round. */
-            w->commit_hold_until = vw_now_ms() + session_timeout_ms(w->cfg);
+            w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
         } else {
             re = rd_kafka_assign(rk, NULL);
         }
@@ -487,19 +505,12 @@ done:
     return st;
 }
 
-void vw_consumer_pause(struct vw_worker *w, bool pause) {
+void vw_consumer_stop_fetching(struct vw_worker *w) {
     rd_kafka_topic_partition_list_t *l = NULL;
     if (rd_kafka_assignment(w->consumer, &l) || !l)
         return;
-    if (pause)
-        rd_kafka_pause_partitions(w->consumer, l);
-    else
-        rd_kafka_resume_partitions(w->consumer, l);
+    rd_kafka_pause_partitions(w->consumer, l);
     rd_kafka_topic_partition_list_destroy(l);
-    w->paused = pause;
-    vw_metrics_set_paused(w->metrics, pause);
-    VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "%s in_flight=%zu", pause ? "paused" : "resumed",
-           vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
 /* Routing. The records of every assigned partition are forwarded to w->mq,
@@ -606,7 +617,7 @@ bool vw_consumer_poll(struct vw_worker *w) {
     more = n == EVENTS;
     if (w->starts_check && n < EVENTS)
         restart_due(w);
-    if (w->stopping || w->paused || w->fatal)
+    if (w->stopping || w->intake_held || w->fatal)
         return more && !w->fatal;
     size_t k = room(w);
     if (k > RECORDS)
@@ -618,17 +629,56 @@ bool vw_consumer_poll(struct vw_worker *w) {
     return more || (got > 0 && (size_t)got == k);
 }
 
+/* Intake is held (no record taken from w->mq, librdkafka's fetch queue
+ * bounds stop the fetcher, as under backpressure) while this member rejoins
+ * or its commits are held (see hold_commits), so the uncommitted tail stays
+ * within what was in flight. Not rd_kafka_pause_partitions: until 2026-12-03
+ * the worker paused the assignment here and resumed it after the rejoin, and
+ * a fault sweep saw librdkafka 2.0.2 drop such a resume as an outdated op
+ * when it came right after an assignment (librdkafka #5591): that partition
+ * stayed paused, fetched nothing and logged nothing. A pause also purges the
+ * prefetched records that a held intake keeps. */
 void vw_consumer_flow(struct vw_worker *w) {
     if (w->replay || w->stopping)
         return;
     bool want = atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
-    if (want != w->paused)
-        vw_consumer_pause(w, want);
+    if (want == w->intake_held)
+        return;
+    w->intake_held = want;
+    vw_metrics_set_paused(w->metrics, want);
+    VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "intake %s in_flight=%zu", want ? "held" : "resumed",
+           vw_offsets_in_flight(w->tracker, NULL, 0));
+}
+
+/* librdkafka 2.0.2 aborts in rd_kafka_destroy (an assertion in the sticky
+ * assignor's state destructor) when a JoinGroup succeeded and no SyncGroup
+ * answer has yet given the assignor its state (librdkafka #4312, fixed in
+ * 2.3.0): a worker stopped in that window, e.g. while a slow group
+ * rebalances at startup, would exit 134. The assignor has its state once a
+ * rebalance callback came (the SyncGroup answer is handled first). */
+static bool destroy_would_abort(const struct vw_worker *w) {
+    return atomic_load(&w->joined_group) && !w->assigned_once;
+}
+
+/* So a worker stopped in that window first waits, until its grace period
+ * ends, for the assignment (handled like any other while stopping: routed,
+ * paused, then revoked by the close without a record taken). */
+static void await_first_assignment(struct vw_worker *w) {
+    if (destroy_would_abort(w))
+        VW_LOG(w->log, VW_LOG_INFO, "consumer",
+               "stopped before the group's first assignment: waiting for it (librdkafka #4312)");
+    while (destroy_would_abort(w) && !w->fatal && vw_now_ms() < w->stop_deadline_ms) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, 100);
+        if (m)
+            take(w, m); /* an event's error is logged; a record is not admitted while stopping */
+    }
 }
 
 void vw_consumer_close(struct vw_worker *w) {
     if (!w->consumer)
         return;
+    if (!w->replay)
+        await_first_assignment(w);
     if (w->cq) {
         rd_kafka_queue_io_event_enable(w->cq, -1, NULL, 0);
         rd_kafka_queue_destroy(w->cq);
@@ -644,6 +694,18 @@ void vw_consumer_close(struct vw_worker *w) {
         rd_kafka_resp_err_t e = rd_kafka_consumer_close(w->consumer);
         if (e)
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "close: %s", rd_kafka_err2str(e));
+        if (destroy_would_abort(w)) {
+            /* Still in the window at the end of the grace period: the client
+             * has left the group and holds nothing; its handle is left to the
+             * process's exit (a deliberate leak) rather than aborting.
+             * Its threads log nothing more (on_log reads w, freed next). */
+            VW_LOG(w->log, VW_LOG_WARN, "consumer",
+                   "no assignment came within the grace period: the consumer is closed but not "
+                   "destroyed (librdkafka 2.0.2 would abort, #4312)");
+            rd_kafka_set_log_level(w->consumer, -1);
+            w->consumer = NULL;
+            return;
+        }
     } else {
         rd_kafka_assign(w->consumer, NULL);
     }

@@ -230,7 +230,7 @@ static void render_gauges(vw_metrics *m, vw_sbuf *sb) {
     vw_sbuf_printf(sb,
                    "# HELP vela_worker_in_flight Admitted records not yet acknowledged.\n"
                    "# TYPE vela_worker_in_flight gauge\nvela_worker_in_flight %lld\n"
-                   "# HELP vela_worker_paused 1 while input partitions are paused.\n"
+                   "# HELP vela_worker_paused 1 while intake is held for a rebalance.\n"
                    "# TYPE vela_worker_paused gauge\nvela_worker_paused %d\n"
                    "# HELP vela_worker_ready 1 when /readyz answers 200.\n"
                    "# TYPE vela_worker_ready gauge\nvela_worker_ready %d\n",

@@ -497,7 +497,7 @@ static void drain(struct vw_worker *w) {
     int64_t t0 = vw_now_ms();
     w->stopping = true;
     w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
-    vw_consumer_pause(w, true);
+    vw_consumer_stop_fetching(w);
     while (!w->fatal && !idle(w) && vw_now_ms() < w->stop_deadline_ms)
         turn(w, 10);
     if (!w->replay)

@@ -96,7 +96,8 @@ struct vw_worker {
     size_t n_retry, cap_retry;
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
-    bool paused, stopping, commit_in_flight;
+    bool intake_held; /* a rebalance may be running: no records taken (vw_consumer_flow) */
+    bool stopping, commit_in_flight;
     bool fatal;         /* stop, exit 1, commit nothing past what was delivered */
     bool producer_dead; /* the producer can deliver nothing more (implies fatal) */
     bool backpressure;  /* in-flight limit reached: records stay in librdkafka's queue */
@@ -111,6 +112,8 @@ struct vw_worker {
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
     bool group_unsteady;       /* statistics: this member is rejoining the group */
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
+    atomic_bool joined_group;  /* a JoinGroup succeeded (its state went to wait-sync) */
+    bool assigned_once;        /* a rebalance callback came (see destroy_would_abort) */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
     vw_crashpoint crash;       /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
@@ -152,8 +155,9 @@ bool vw_consumer_poll(struct vw_worker *w);
 void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts);
 /* Routes every assigned partition again (see consumer.c "Routing"). */
 void vw_consumer_reroute(struct vw_worker *w);
-void vw_consumer_pause(struct vw_worker *w, bool pause);
-/* Pauses/resumes the assignment per rebalance state. */
+/* Shutdown: pauses the assignment (never resumed). */
+void vw_consumer_stop_fetching(struct vw_worker *w);
+/* Holds or releases intake per rebalance state. */
 void vw_consumer_flow(struct vw_worker *w);
 void vw_consumer_commit(struct vw_worker *w, bool sync);
 void vw_consumer_close(struct vw_worker *w);
