@@ -17,7 +17,13 @@
 
 #define TOPICS "requests:4,results:4,requests.dlq:1"
 /* Kafka protocol numbers (anchors §1.1: not in librdkafka's installed headers). */
-enum { API_PRODUCE = 0, API_OFFSET_COMMIT = 8, API_OFFSET_FETCH = 9, API_SYNC_GROUP = 14 };
+enum {
+    API_PRODUCE = 0,
+    API_OFFSET_COMMIT = 8,
+    API_OFFSET_FETCH = 9,
+    API_JOIN_GROUP = 11,
+    API_SYNC_GROUP = 14
+};
 
 typedef struct env {
     vw_kh_broker b;
@@ -272,4 +278,28 @@ Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
     cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 0);
     cr_assert_lt(took, 2000 + 10000, "the grace period bounds the stop");
+}
+
+/* JoinGroup answered REBALANCE_IN_PROGRESS 50 times: SIGTERM once the first
+ * JoinGroup was sent (join state wait-join). No JoinGroup succeeded, so
+ * rd_kafka_destroy is safe and the worker must not wait for an assignment:
+ * exit 0 at once, not at the end of its 30 s grace period. */
+Test(reliability_faults, stopped_before_joining_exits_at_once) {
+    env e;
+    char line[64];
+    start_broker(&e, 1, "join-fails", "shutdown: {grace_ms: 30000}\n");
+    snprintf(line, sizeof line, "err %d 50 27", API_JOIN_GROUP);
+    control(&e, line);
+    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", NULL};
+    cr_assert_eq(vw_kh_worker_start("worker", e.cfg, envv, &e.w), 0);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "-> wait-join", 30000), 0, "a JoinGroup was sent");
+    int64_t t0 = vw_kh_now_ms();
+    int rc = vw_kh_stop(&e.w, SIGTERM, 60000);
+    int64_t took = vw_kh_now_ms() - t0;
+    vw_kh_broker_stop(&e.b);
+    fprintf(stderr, "stopped_before_joining_exits_at_once: exit %d after %lld ms\n", rc,
+            (long long)took);
+    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it"), 0, "no JoinGroup succeeded");
+    cr_assert_lt(took, 10000, "not the grace period: %lld ms", (long long)took);
 }

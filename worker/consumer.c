@@ -32,14 +32,18 @@ vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *s
 /* librdkafka threads. "CGRPJOINSTATE" lines ("Group "g" changed join state
  * wait-join -> ...") are the only immediate signal that this member is
  * rejoining (librdkafka 2.0.2 has no API for it); see hold_commits. */
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
-    struct vw_worker *w = rd_kafka_opaque(rk);
+static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const char *fac,
+                     const char *buf) {
     if (!strcmp(fac, "CGRPJOINSTATE")) {
         const char *arrow = strstr(buf, " -> ");
         if (arrow) {
             const char *to = arrow + 4;
             atomic_store(&w->joining, strncmp(to, "steady ", 7) != 0);
-            if (!strncmp(to, "wait-metadata ", 14) || !strncmp(to, "wait-sync ", 10))
+            /* A JoinGroup answer: the follower's wait-sync, or the leader's
+             * wait-metadata from wait-join (init -> wait-metadata is not one). */
+            if (!strncmp(to, "wait-sync ", 10) ||
+                (!strncmp(to, "wait-metadata ", 14) && arrow - buf >= 9 &&
+                 !strncmp(arrow - 9, "wait-join", 9)))
                 atomic_store(&w->joined_group, true);
         }
         if (!w->kafka_debug)
@@ -53,6 +57,16 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
                        : level <= 6 ? VW_LOG_INFO
                                     : VW_LOG_DEBUG;
     VW_LOG(w->log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
+}
+
+/* `log_calls` lets a consumer handle left undestroyed (vw_consumer_close)
+ * wait out the calls already in here before the worker is freed. */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    struct vw_worker *w = rd_kafka_opaque(rk);
+    atomic_fetch_add(&w->log_calls, 1);
+    if (!atomic_load(&w->log_abandoned))
+        log_line(w, rk, level, fac, buf);
+    atomic_fetch_sub(&w->log_calls, 1);
 }
 
 void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
@@ -398,12 +412,20 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (w->stopping)
             rd_kafka_pause_partitions(rk, parts);
         vw_metrics_set_assigned(w->metrics, true);
+        /* After a cooperative revoke this assignment is followed by a second
+         * round (librdkafka rejoins once the new partitions' offsets are
+         * fetched): hold until it shows in the join state. */
+        if (w->second_round)
+            w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+        w->second_round = false;
     } else {
-        revoke_partitions(w, parts, rd_kafka_assignment_lost(rk));
+        bool lost = rd_kafka_assignment_lost(rk);
+        revoke_partitions(w, parts, lost);
         if (coop) {
             e = rd_kafka_incremental_unassign(rk, parts);
             /* A cooperative revoke is followed by a second rebalance round. */
             w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+            w->second_round = !lost;
         } else {
             re = rd_kafka_assign(rk, NULL);
         }
@@ -617,6 +639,7 @@ bool vw_consumer_poll(struct vw_worker *w) {
     more = n == EVENTS;
     if (w->starts_check && n < EVENTS)
         restart_due(w);
+    vw_consumer_flow(w); /* the join state may have changed since the last turn */
     if (w->stopping || w->intake_held || w->fatal)
         return more && !w->fatal;
     size_t k = room(w);
@@ -636,8 +659,8 @@ bool vw_consumer_poll(struct vw_worker *w) {
  * the worker paused the assignment here and resumed it after the rejoin, and
  * a fault sweep saw librdkafka 2.0.2 drop such a resume as an outdated op
  * when it came right after an assignment (librdkafka #5591): that partition
- * stayed paused, fetched nothing and logged nothing. A pause also purges the
- * prefetched records that a held intake keeps. */
+ * stayed paused, fetched nothing and logged nothing. Called at each poll,
+ * before records are taken, and at the end of each turn. */
 void vw_consumer_flow(struct vw_worker *w) {
     if (w->replay || w->stopping)
         return;
@@ -698,11 +721,17 @@ void vw_consumer_close(struct vw_worker *w) {
             /* Still in the window at the end of the grace period: the client
              * has left the group and holds nothing; its handle is left to the
              * process's exit (a deliberate leak) rather than aborting.
-             * Its threads log nothing more (on_log reads w, freed next). */
+             * Its threads must log nothing more: on_log reads w, freed
+             * soon after. */
             VW_LOG(w->log, VW_LOG_WARN, "consumer",
                    "no assignment came within the grace period: the consumer is closed but not "
                    "destroyed (librdkafka 2.0.2 would abort, #4312)");
             rd_kafka_set_log_level(w->consumer, -1);
+            atomic_store(&w->log_abandoned, true);
+            /* A thread past librdkafka's level check may still enter on_log. */
+            usleep(200 * 1000);
+            for (int i = 0; i < 100 && atomic_load(&w->log_calls); i++)
+                usleep(10 * 1000);
             w->consumer = NULL;
             return;
         }

@@ -114,6 +114,9 @@ struct vw_worker {
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
     atomic_bool joined_group;  /* a JoinGroup succeeded (its state went to wait-sync) */
     bool assigned_once;        /* a rebalance callback came (see destroy_would_abort) */
+    bool second_round;         /* a cooperative revoke came: its assignment starts another round */
+    atomic_int log_calls;      /* librdkafka threads inside the consumer's log callback */
+    atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
     vw_crashpoint crash;       /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
