@@ -49,11 +49,14 @@ build=${VW_BENCH_BUILD:-build-bench}
 export BENCH_FETCH_WAIT_MS=${BENCH_FETCH_WAIT_MS:-10} BENCH_LINGER_MS=${BENCH_LINGER_MS:-5}
 # Neither pipeline uses BLAS; an idle OpenBLAS pool must not spin on the cores.
 export OPENBLAS_NUM_THREADS=1
+command -v kcat >/dev/null || { echo "bench/pipeline.sh: kcat is needed (scripts/deps)" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/vw-bench-pipe-XXXXXX)
-pids=()
+# Every pipeline's pid goes to $tmp/pids: they are started inside $(...)
+# subshells, whose variables the EXIT trap would not see.
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  kill $(cat "$tmp/pids" 2>/dev/null) 2>/dev/null || true
   wait 2>/dev/null || true
+  rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -69,7 +72,7 @@ for r in $(seq "$ROUNDS"); do
 done
 "$bin" broker --topics "$topics" --bootstrap-file "$tmp/boot" >"$tmp/broker.out" \
   2>"$tmp/broker.log" &
-pids+=($!)
+echo $! >>"$tmp/pids"
 for _ in $(seq 100); do [[ -s $tmp/boot ]] && break; sleep 0.1; done
 B=$(cat "$tmp/boot")
 cat >"$tmp/worker.yaml" <<YAML
@@ -104,6 +107,7 @@ cpu_ns() {
 
 # start KIND IN OUT: a pipeline in the background (pids in $sp), joined and warm.
 start() {
+  sp=
   case $1 in
     w)
       VELA_KAFKA_GROUP_ID=g$2 VELA_TOPICS_INPUT=$2 VELA_TOPICS_RESULTS=$3 \
@@ -118,14 +122,13 @@ start() {
       kcat -P -b "$B" -t "$3" -K '|' -X linger.ms="$BENCH_LINGER_MS" \
         -X queue.buffering.max.messages=1000000 <"$tmp/fifo$2" 2>"$tmp/kp$2.log" &
       sp=$!
-      pids+=("$sp")
       kcat -b "$B" -G "g$2" "$2" -K '|' -q -u -X fetch.wait.max.ms="$BENCH_FETCH_WAIT_MS" \
         -X session.timeout.ms=6000 -X heartbeat.interval.ms=1000 -X auto.offset.reset=earliest \
         >"$tmp/fifo$2" 2>"$tmp/kc$2.log" &
       ;;
   esac
-  sp="$! ${sp:-}"
-  pids+=($sp)
+  sp="$! $sp"
+  echo $sp >>"$tmp/pids"
   sleep 5 # the first group join takes 3 s on the mock, the first produce ~1 s
   "$pipe" load "$B" "$2" 500 500 x w >/dev/null
   sleep 2
@@ -148,7 +151,7 @@ throughput() {
   fi
   line=$("$pipe" measure "$B" "$in" "$out" "$N" 180)
   c1=$(cpu_ns $sp)
-  kill -TERM $sp && wait $sp || true
+  kill -TERM $sp 2>/dev/null; wait $sp || true
   echo "$line cpu_us=$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.2f", (b - a) / n / 1e3}')"
 }
 
@@ -156,7 +159,6 @@ declare -A mid cpu
 echo "== throughput: $N records into a running pipeline, $ROUNDS rounds"
 for r in $(seq "$ROUNDS"); do
   for k in w p s k ${BENCH_DECOMPOSE:+h v}; do
-    sp=
     line=$(throughput "$k" "$r")
     mid[$k$r]=$(field mid "$line")
     cpu[$k$r]=$(field cpu_us "$line")
@@ -166,11 +168,10 @@ done
 
 # latency KIND IN OUT: M records at RATE/s into a running, warm pipeline.
 latency() {
-  sp=
   start "$1" "$2" "$3"
   "$pipe" load "$B" "$2" "$M" "$RATE" x >/dev/null
   "$pipe" measure "$B" "$2" "$3" "$M" 60
-  kill -TERM $sp && wait $sp || true
+  kill -TERM $sp 2>/dev/null; wait $sp || true
 }
 echo "== latency: $M records at $RATE/s"
 lw=$(latency w lw lrw)
@@ -189,7 +190,7 @@ model_run() { # IN OUT COUNT RATE
   VELA_KAFKA_GROUP_ID=g$1 VELA_TOPICS_INPUT=$1 VELA_TOPICS_RESULTS=$2 \
     "$bin" run --config "$tmp/model.yaml" 2>"$tmp/m$1.log" &
   local p=$!
-  pids+=("$p")
+  echo "$p" >>"$tmp/pids"
   if [[ $4 == 0 ]]; then
     "$pipe" measure "$B" "$1" "$2" "$3" 300
   else

@@ -179,7 +179,8 @@ Test(reliability_faults, offset_fetch_fails_partitions_assigned_again) {
  * until every partition is at its end; nothing is processed twice. With no
  * rebalance behind the 27s, each holds commits and intake for two heartbeat
  * intervals and a second (3 s here), not the session timeout (30 s here; the
- * hold until 2026-12-03: the end was then reached after ~90 s). */
+ * hold until 2026-12-03: three such holds, ~90 s, so that worker fails the
+ * 30 s wait for the end). */
 Test(reliability_faults, commit_errors_retried) {
     env e;
     const size_t n = 200;
@@ -229,13 +230,15 @@ Test(reliability_faults, executor_failure_outlasts_max_poll_interval) {
  * rd_kafka_destroy aborts (#4312; before the work-around: exit 134 in both
  * tests). Returns the exit status; the log is e->w's. */
 static int stop_before_first_assignment(env *e, const char *group, int fails, int grace_ms,
-                                        int64_t *stop_ms) {
+                                        const char *strategy, int64_t *stop_ms) {
     char yaml[64], line[64];
     snprintf(yaml, sizeof yaml, "shutdown: {grace_ms: %d}\n", grace_ms);
     start_broker(e, 1, group, yaml);
     snprintf(line, sizeof line, "err %d %d 27", API_SYNC_GROUP, fails);
     control(e, line);
-    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", NULL};
+    char strat[96];
+    snprintf(strat, sizeof strat, "VELA_KAFKA_CONSUMER_PARTITION_ASSIGNMENT_STRATEGY=%s", strategy);
+    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", strat, NULL};
     cr_assert_eq(vw_kh_worker_start("worker", e->cfg, envv, &e->w), 0);
     cr_assert_eq(vw_kh_wait_log(&e->w, "-> wait-sync", 30000), 0, "a JoinGroup succeeded");
     cr_assert_eq(vw_kh_count_log(&e->w, "partition assigned"), 0, "no assignment yet");
@@ -251,7 +254,7 @@ static int stop_before_first_assignment(env *e, const char *group, int fails, in
 Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
     env e;
     int64_t took;
-    int rc = stop_before_first_assignment(&e, "sync-late", 3, 30000, &took);
+    int rc = stop_before_first_assignment(&e, "sync-late", 3, 30000, "cooperative-sticky", &took);
     fprintf(stderr, "stopped_before_first_assignment_waits_for_it: exit %d after %lld ms\n", rc,
             (long long)took);
     if (rc)
@@ -268,7 +271,7 @@ Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
 Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
     env e;
     int64_t took;
-    int rc = stop_before_first_assignment(&e, "sync-never", 50, 2000, &took);
+    int rc = stop_before_first_assignment(&e, "sync-never", 50, 2000, "cooperative-sticky", &took);
     fprintf(stderr, "stopped_before_first_assignment_grace_ends: exit %d after %lld ms\n", rc,
             (long long)took);
     if (rc)
@@ -278,6 +281,21 @@ Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
     cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 0);
     cr_assert_lt(took, 2000 + 10000, "the grace period bounds the stop");
+}
+
+/* The same window under the range assignor (a user's override), which keeps
+ * no state: rd_kafka_destroy is safe, so no wait and no leak, exit 0 at once. */
+Test(reliability_faults, stopped_before_first_assignment_range_exits_at_once) {
+    env e;
+    int64_t took;
+    int rc = stop_before_first_assignment(&e, "sync-range", 50, 30000, "range", &took);
+    fprintf(stderr, "stopped_before_first_assignment_range_exits_at_once: exit %d after %lld ms\n",
+            rc, (long long)took);
+    if (rc)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it"), 0, "range keeps no assignor state");
+    cr_assert_lt(took, 10000, "not the grace period: %lld ms", (long long)took);
 }
 
 /* JoinGroup answered REBALANCE_IN_PROGRESS 50 times: SIGTERM once the first

@@ -35,7 +35,9 @@ vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *s
 static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
     if (!strcmp(fac, "CGRPJOINSTATE")) {
-        const char *arrow = strstr(buf, " -> ");
+        /* After the group id, which may itself hold " -> ". */
+        const char *from = strstr(buf, "\" changed join state ");
+        const char *arrow = from ? strstr(from, " -> ") : NULL;
         if (arrow) {
             const char *to = arrow + 4;
             atomic_store(&w->joining, strncmp(to, "steady ", 7) != 0);
@@ -177,7 +179,8 @@ static bool rebalance_running(struct vw_worker *w) {
 }
 
 static bool cooperative(rd_kafka_t *rk) {
-    return !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    const char *p = rd_kafka_rebalance_protocol(rk); /* NULL once the group is closing */
+    return p && !strcmp(p, "COOPERATIVE");
 }
 
 static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -477,6 +480,13 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
         st = vw_conf_set(conf, "enable.partition.eof", "false", err);
     if (st)
         return st;
+    /* Only the sticky assignor keeps state (see destroy_would_abort); range
+     * and roundrobin, a user's override, do not. */
+    char strategy[256];
+    size_t len = sizeof strategy;
+    w->sticky_assignor = rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy, &len) ==
+                             RD_KAFKA_CONF_OK &&
+                         strstr(strategy, "sticky");
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
@@ -674,13 +684,13 @@ void vw_consumer_flow(struct vw_worker *w) {
 }
 
 /* librdkafka 2.0.2 aborts in rd_kafka_destroy (an assertion in the sticky
- * assignor's state destructor) when a JoinGroup succeeded and no SyncGroup
+ * assignor's state destructor) when a JoinGroup chose it and no SyncGroup
  * answer has yet given the assignor its state (librdkafka #4312, fixed in
  * 2.3.0): a worker stopped in that window, e.g. while a slow group
  * rebalances at startup, would exit 134. The assignor has its state once a
  * rebalance callback came (the SyncGroup answer is handled first). */
 static bool destroy_would_abort(const struct vw_worker *w) {
-    return atomic_load(&w->joined_group) && !w->assigned_once;
+    return w->sticky_assignor && atomic_load(&w->joined_group) && !w->assigned_once;
 }
 
 /* So a worker stopped in that window first waits, until its grace period

@@ -7,8 +7,9 @@
  * commit, delivery-report and error callbacks run on it, and it alone owns the
  * offset tracker and the batcher. An executor thread started by the worker runs
  * the processor's run_batch on closed micro-batches; the two meet in two bounded
- * queues. Backpressure pauses the assigned partitions (polling continues) while
- * more than limits.max_in_flight records are unacknowledged.
+ * queues. Backpressure stops taking records (polling continues; librdkafka's
+ * fetch queue bounds stop the fetcher) while limits.max_in_flight records are
+ * unacknowledged; a rejoin of the group holds intake the same way.
  *
  * Ownership: cfg, log, proc and metrics are borrowed and must outlive the
  * worker. Errors: VW_EKAFKA for client failures (and a fatal librdkafka error

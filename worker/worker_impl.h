@@ -112,10 +112,11 @@ struct vw_worker {
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
     bool group_unsteady;       /* statistics: this member is rejoining the group */
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
-    atomic_bool joined_group;  /* a JoinGroup succeeded (its state went to wait-sync) */
-    bool assigned_once;        /* a rebalance callback came (see destroy_would_abort) */
-    bool second_round;         /* a cooperative revoke came: its assignment starts another round */
-    atomic_int log_calls;      /* librdkafka threads inside the consumer's log callback */
+    atomic_bool joined_group; /* a JoinGroup succeeded (-> wait-sync, wait-join -> wait-metadata) */
+    bool assigned_once;       /* a rebalance callback came (see destroy_would_abort) */
+    bool sticky_assignor;     /* partition.assignment.strategy may pick cooperative-sticky */
+    bool second_round;        /* a cooperative revoke came: its assignment starts another round */
+    atomic_int log_calls;     /* librdkafka threads inside the consumer's log callback */
     atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
     vw_crashpoint crash;       /* VW_CRASH_AT test hook (crashpoint.h) */
