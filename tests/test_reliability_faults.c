@@ -261,6 +261,7 @@ Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
         vw_kh_dump_log(&e.w);
     cr_assert_eq(rc, 0, "SIGTERM exit 0");
     cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it (librdkafka #4312)"), 1);
+    cr_assert_eq(vw_kh_count_log(&e.w, "more than a third"), 0, "heartbeat 1 s, session 6 s");
     cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 4);
     cr_assert_eq(vw_kh_count_log(&e.w, "partition revoked"), 4);
     cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 0);
@@ -308,9 +309,12 @@ Test(reliability_faults, stopped_before_joining_exits_at_once) {
     start_broker(&e, 1, "join-fails", "shutdown: {grace_ms: 30000}\n");
     snprintf(line, sizeof line, "err %d 50 27", API_JOIN_GROUP);
     control(&e, line);
-    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", NULL};
+    /* Also: a heartbeat above a third of the session (2.5 s of 6 s) is warned about. */
+    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug",
+                    "VELA_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS=2500", NULL};
     cr_assert_eq(vw_kh_worker_start("worker", e.cfg, envv, &e.w), 0);
     cr_assert_eq(vw_kh_wait_log(&e.w, "-> wait-join", 30000), 0, "a JoinGroup was sent");
+    cr_assert_eq(vw_kh_count_log(&e.w, "more than a third of session.timeout.ms"), 1);
     int64_t t0 = vw_kh_now_ms();
     int rc = vw_kh_stop(&e.w, SIGTERM, 60000);
     int64_t took = vw_kh_now_ms() - t0;

@@ -498,8 +498,24 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
     return VW_OK;
 }
 
+/* The fault sweep's advice (docs/reliability.md "Heartbeat settings"): after
+ * a coordinator error on a Heartbeat librdkafka 2.0.2 sends none until the
+ * next interval, so with a heartbeat above a third of the session one missed
+ * heartbeat can end the session: the assignment is lost and the acknowledged,
+ * uncommitted tail is answered again. */
+static void advise_heartbeat(struct vw_worker *w) {
+    int64_t session = consumer_ms(w->cfg, "session.timeout.ms", 45000);
+    int64_t hb = consumer_ms(w->cfg, "heartbeat.interval.ms", 3000);
+    if (!w->replay && 3 * hb > session)
+        VW_LOG(w->log, VW_LOG_WARN, "consumer",
+               "heartbeat.interval.ms is more than a third of session.timeout.ms: one missed "
+               "heartbeat can end the session heartbeat_ms=%lld session_ms=%lld",
+               (long long)hb, (long long)session);
+}
+
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     char errstr[512];
+    advise_heartbeat(w);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     vw_status st = conf ? consumer_conf(w, conf, err)
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
