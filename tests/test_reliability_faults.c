@@ -227,16 +227,16 @@ Test(reliability_faults, executor_failure_outlasts_max_poll_interval) {
 /* SyncGroup answered REBALANCE_IN_PROGRESS `fails` times, then SIGTERM as soon
  * as a JoinGroup succeeded (librdkafka's join state reached wait-sync, seen in
  * its cgrp debug lines): the window in which librdkafka 2.0.2's
- * rd_kafka_destroy aborts (#4312; before the work-around: exit 134 in both
- * tests). Returns the exit status; the log is e->w's. */
-static int stop_before_first_assignment(env *e, const char *group, int fails, int grace_ms,
-                                        const char *strategy, int64_t *stop_ms) {
-    char yaml[64], line[64];
+ * rd_kafka_destroy aborts with the sticky assignor (#4312; before the
+ * work-around: exit 134 in the first two tests). Asserts exit 0 and returns
+ * the time the stop took; the log is e->w's. */
+static int64_t stop_before_first_assignment(env *e, const char *name, int fails, int grace_ms,
+                                            const char *strategy) {
+    char yaml[64], line[64], strat[96];
     snprintf(yaml, sizeof yaml, "shutdown: {grace_ms: %d}\n", grace_ms);
-    start_broker(e, 1, group, yaml);
+    start_broker(e, 1, name, yaml);
     snprintf(line, sizeof line, "err %d %d 27", API_SYNC_GROUP, fails);
     control(e, line);
-    char strat[96];
     snprintf(strat, sizeof strat, "VELA_KAFKA_CONSUMER_PARTITION_ASSIGNMENT_STRATEGY=%s", strategy);
     char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", strat, NULL};
     cr_assert_eq(vw_kh_worker_start("worker", e->cfg, envv, &e->w), 0);
@@ -244,22 +244,21 @@ static int stop_before_first_assignment(env *e, const char *group, int fails, in
     cr_assert_eq(vw_kh_count_log(&e->w, "partition assigned"), 0, "no assignment yet");
     int64_t t0 = vw_kh_now_ms();
     int rc = vw_kh_stop(&e->w, SIGTERM, grace_ms + 30000);
-    *stop_ms = vw_kh_now_ms() - t0;
+    int64_t took = vw_kh_now_ms() - t0;
     vw_kh_broker_stop(&e->b);
-    return rc;
+    fprintf(stderr, "stopped_before_first_assignment %s: exit %d after %lld ms\n", name, rc,
+            (long long)took);
+    if (rc)
+        vw_kh_dump_log(&e->w);
+    cr_assert_eq(rc, 0, "%s: SIGTERM exit 0", name);
+    return took;
 }
 
 /* The assignment comes within the grace period (three SyncGroup failures):
  * the worker takes it, releases it and stops like any other. */
 Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
     env e;
-    int64_t took;
-    int rc = stop_before_first_assignment(&e, "sync-late", 3, 30000, "cooperative-sticky", &took);
-    fprintf(stderr, "stopped_before_first_assignment_waits_for_it: exit %d after %lld ms\n", rc,
-            (long long)took);
-    if (rc)
-        vw_kh_dump_log(&e.w);
-    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    stop_before_first_assignment(&e, "sync-late", 3, 30000, "cooperative-sticky");
     cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it (librdkafka #4312)"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "more than a third"), 0, "heartbeat 1 s, session 6 s");
     cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 4);
@@ -271,13 +270,7 @@ Test(reliability_faults, stopped_before_first_assignment_waits_for_it) {
  * closed, left undestroyed, and the worker exits 0 at the deadline. */
 Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
     env e;
-    int64_t took;
-    int rc = stop_before_first_assignment(&e, "sync-never", 50, 2000, "cooperative-sticky", &took);
-    fprintf(stderr, "stopped_before_first_assignment_grace_ends: exit %d after %lld ms\n", rc,
-            (long long)took);
-    if (rc)
-        vw_kh_dump_log(&e.w);
-    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    int64_t took = stop_before_first_assignment(&e, "sync-never", 50, 2000, "cooperative-sticky");
     cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it (librdkafka #4312)"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "closed but not destroyed"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "partition assigned"), 0);
@@ -288,13 +281,7 @@ Test(reliability_faults, stopped_before_first_assignment_grace_ends) {
  * no state: rd_kafka_destroy is safe, so no wait and no leak, exit 0 at once. */
 Test(reliability_faults, stopped_before_first_assignment_range_exits_at_once) {
     env e;
-    int64_t took;
-    int rc = stop_before_first_assignment(&e, "sync-range", 50, 30000, "range", &took);
-    fprintf(stderr, "stopped_before_first_assignment_range_exits_at_once: exit %d after %lld ms\n",
-            rc, (long long)took);
-    if (rc)
-        vw_kh_dump_log(&e.w);
-    cr_assert_eq(rc, 0, "SIGTERM exit 0");
+    int64_t took = stop_before_first_assignment(&e, "sync-range", 50, 30000, "range");
     cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it"), 0, "range keeps no assignor state");
     cr_assert_lt(took, 10000, "not the grace period: %lld ms", (long long)took);
 }
