@@ -224,34 +224,41 @@ Test(reliability_faults, executor_failure_outlasts_max_poll_interval) {
     cr_assert_eq(r.not_200, 0, "answered, never rejected");
 }
 
-/* SyncGroup answered REBALANCE_IN_PROGRESS `fails` times, then SIGTERM as soon
- * as a JoinGroup succeeded (librdkafka's join state reached wait-sync, seen in
- * its cgrp debug lines): the window in which librdkafka 2.0.2's
- * rd_kafka_destroy aborts with the sticky assignor (#4312; before the
- * work-around: exit 134 in the first two tests). Asserts exit 0 and returns
- * the time the stop took; the log is e->w's. */
-static int64_t stop_before_first_assignment(env *e, const char *name, int fails, int grace_ms,
-                                            const char *strategy) {
+/* `api` (SyncGroup or JoinGroup) answered REBALANCE_IN_PROGRESS `fails` times,
+ * then SIGTERM as soon as the worker's log shows `until` (librdkafka's cgrp
+ * debug lines: "-> wait-sync", a JoinGroup succeeded; "-> wait-join", one was
+ * sent). After a successful JoinGroup and before the first SyncGroup answer
+ * librdkafka 2.0.2's rd_kafka_destroy aborts with the sticky assignor (#4312;
+ * before the work-around: exit 134 in the first two tests below). `extra_env`
+ * may be NULL. Asserts exit 0 and returns the time the stop took; the log is
+ * e->w's. */
+static int64_t stop_in_join(env *e, const char *name, int api, int fails, int grace_ms,
+                            const char *strategy, const char *until, char *extra_env) {
     char yaml[64], line[64], strat[96];
     snprintf(yaml, sizeof yaml, "shutdown: {grace_ms: %d}\n", grace_ms);
     start_broker(e, 1, name, yaml);
-    snprintf(line, sizeof line, "err %d %d 27", API_SYNC_GROUP, fails);
+    snprintf(line, sizeof line, "err %d %d 27", api, fails);
     control(e, line);
     snprintf(strat, sizeof strat, "VELA_KAFKA_CONSUMER_PARTITION_ASSIGNMENT_STRATEGY=%s", strategy);
-    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", strat, NULL};
+    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug", strat, extra_env,
+                    NULL};
     cr_assert_eq(vw_kh_worker_start("worker", e->cfg, envv, &e->w), 0);
-    cr_assert_eq(vw_kh_wait_log(&e->w, "-> wait-sync", 30000), 0, "a JoinGroup succeeded");
+    cr_assert_eq(vw_kh_wait_log(&e->w, until, 30000), 0, "%s: log shows %s", name, until);
     cr_assert_eq(vw_kh_count_log(&e->w, "partition assigned"), 0, "no assignment yet");
     int64_t t0 = vw_kh_now_ms();
     int rc = vw_kh_stop(&e->w, SIGTERM, grace_ms + 30000);
     int64_t took = vw_kh_now_ms() - t0;
     vw_kh_broker_stop(&e->b);
-    fprintf(stderr, "stopped_before_first_assignment %s: exit %d after %lld ms\n", name, rc,
-            (long long)took);
+    fprintf(stderr, "stopped in the join, %s: exit %d after %lld ms\n", name, rc, (long long)took);
     if (rc)
         vw_kh_dump_log(&e->w);
     cr_assert_eq(rc, 0, "%s: SIGTERM exit 0", name);
     return took;
+}
+
+static int64_t stop_before_first_assignment(env *e, const char *name, int fails, int grace_ms,
+                                            const char *strategy) {
+    return stop_in_join(e, name, API_SYNC_GROUP, fails, grace_ms, strategy, "-> wait-sync", NULL);
 }
 
 /* The assignment comes within the grace period (three SyncGroup failures):
@@ -292,23 +299,10 @@ Test(reliability_faults, stopped_before_first_assignment_range_exits_at_once) {
  * exit 0 at once, not at the end of its 30 s grace period. */
 Test(reliability_faults, stopped_before_joining_exits_at_once) {
     env e;
-    char line[64];
-    start_broker(&e, 1, "join-fails", "shutdown: {grace_ms: 30000}\n");
-    snprintf(line, sizeof line, "err %d 50 27", API_JOIN_GROUP);
-    control(&e, line);
     /* Also: a heartbeat above a third of the session (2.5 s of 6 s) is warned about. */
-    char *envv[] = {"VELA_KAFKA_CONSUMER_DEBUG=cgrp", "VELA_LOG_LEVEL=debug",
-                    "VELA_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS=2500", NULL};
-    cr_assert_eq(vw_kh_worker_start("worker", e.cfg, envv, &e.w), 0);
-    cr_assert_eq(vw_kh_wait_log(&e.w, "-> wait-join", 30000), 0, "a JoinGroup was sent");
+    int64_t took = stop_in_join(&e, "join-fails", API_JOIN_GROUP, 50, 30000, "cooperative-sticky",
+                                "-> wait-join", "VELA_KAFKA_CONSUMER_HEARTBEAT_INTERVAL_MS=2500");
     cr_assert_eq(vw_kh_count_log(&e.w, "more than a third of session.timeout.ms"), 1);
-    int64_t t0 = vw_kh_now_ms();
-    int rc = vw_kh_stop(&e.w, SIGTERM, 60000);
-    int64_t took = vw_kh_now_ms() - t0;
-    vw_kh_broker_stop(&e.b);
-    fprintf(stderr, "stopped_before_joining_exits_at_once: exit %d after %lld ms\n", rc,
-            (long long)took);
-    cr_assert_eq(rc, 0, "SIGTERM exit 0");
     cr_assert_eq(vw_kh_count_log(&e.w, "waiting for it"), 0, "no JoinGroup succeeded");
     cr_assert_lt(took, 10000, "not the grace period: %lld ms", (long long)took);
 }

@@ -161,7 +161,7 @@ static int64_t hold_ms(const vw_config *cfg) {
  * saw commits sent in wait-join lose the assignment) or from statistics —, a
  * commit got REBALANCE_IN_PROGRESS, or a cooperative revoke was just handled)
  * async commits wait, and intake is
- * held (vw_consumer_flow) so that the uncommitted tail stays within what was
+ * held (flow) so that the uncommitted tail stays within what was
  * in flight. Synchronous commits in the rebalance callback itself are always
  * made: the generation is current there. */
 static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
@@ -172,10 +172,16 @@ static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
     w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
 }
 
+/* This member rejoins, or its commits are held: intake waits (flow). */
+static bool intake_hold_due(struct vw_worker *w) {
+    return atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
+}
+
 /* A rebalance may be running (see hold_commits): async commits wait, and so
- * does the start watchdog (restart_due). */
+ * does the start watchdog (restart_due). The statistics' join state, up to an
+ * interval late, only adds to it. */
 static bool rebalance_running(struct vw_worker *w) {
-    return atomic_load(&w->joining) || w->group_unsteady || vw_now_ms() < w->commit_hold_until;
+    return intake_hold_due(w) || w->group_unsteady;
 }
 
 static bool cooperative(rd_kafka_t *rk) {
@@ -631,6 +637,27 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
     rd_kafka_message_destroy(m);
 }
 
+/* Intake is held (no record taken from w->mq, librdkafka's fetch queue
+ * bounds stop the fetcher, as under backpressure) while this member rejoins
+ * or its commits are held (see hold_commits), so the uncommitted tail stays
+ * within what was in flight. Not rd_kafka_pause_partitions: until 2026-12-03
+ * the worker paused the assignment here and resumed it after the rejoin, and
+ * a fault sweep saw librdkafka 2.0.2 drop such a resume as an outdated op
+ * when it came right after an assignment (librdkafka #5591): that partition
+ * stayed paused, fetched nothing and logged nothing. Called at each poll,
+ * after the events and before records are taken. */
+static void flow(struct vw_worker *w) {
+    if (w->replay || w->stopping)
+        return;
+    bool want = intake_hold_due(w);
+    if (want == w->intake_held)
+        return;
+    w->intake_held = want;
+    vw_metrics_set_paused(w->metrics, want);
+    VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "intake %s in_flight=%zu", want ? "held" : "resumed",
+           vw_offsets_in_flight(w->tracker, NULL, 0));
+}
+
 /* Records the tracker may still take (0 under backpressure). */
 static size_t room(struct vw_worker *w) {
     size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
@@ -665,7 +692,7 @@ bool vw_consumer_poll(struct vw_worker *w) {
     more = n == EVENTS;
     if (w->starts_check && n < EVENTS)
         restart_due(w);
-    vw_consumer_flow(w); /* the join state may have changed since the last turn */
+    flow(w);
     if (w->stopping || w->intake_held || w->fatal)
         return more && !w->fatal;
     size_t k = room(w);
@@ -676,27 +703,6 @@ bool vw_consumer_poll(struct vw_worker *w) {
     for (ssize_t i = 0; i < got; i++)
         take(w, batch[i]);
     return more || (got > 0 && (size_t)got == k);
-}
-
-/* Intake is held (no record taken from w->mq, librdkafka's fetch queue
- * bounds stop the fetcher, as under backpressure) while this member rejoins
- * or its commits are held (see hold_commits), so the uncommitted tail stays
- * within what was in flight. Not rd_kafka_pause_partitions: until 2026-12-03
- * the worker paused the assignment here and resumed it after the rejoin, and
- * a fault sweep saw librdkafka 2.0.2 drop such a resume as an outdated op
- * when it came right after an assignment (librdkafka #5591): that partition
- * stayed paused, fetched nothing and logged nothing. Called at each poll,
- * before records are taken, and at the end of each turn. */
-void vw_consumer_flow(struct vw_worker *w) {
-    if (w->replay || w->stopping)
-        return;
-    bool want = atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
-    if (want == w->intake_held)
-        return;
-    w->intake_held = want;
-    vw_metrics_set_paused(w->metrics, want);
-    VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "intake %s in_flight=%zu", want ? "held" : "resumed",
-           vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
 /* librdkafka 2.0.2 aborts in rd_kafka_destroy (an assertion in the sticky

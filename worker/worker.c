@@ -468,7 +468,6 @@ static void turn(struct vw_worker *w, int wait) {
         vw_consumer_reroute(w);
         w->next_route_ms = now + 1000;
     }
-    vw_consumer_flow(w);
     vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 

@@ -96,7 +96,7 @@ struct vw_worker {
     size_t n_retry, cap_retry;
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
-    bool intake_held; /* a rebalance may be running: no records taken (vw_consumer_flow) */
+    bool intake_held; /* a rebalance may be running: no records taken (consumer.c flow) */
     bool stopping, commit_in_flight;
     bool fatal;         /* stop, exit 1, commit nothing past what was delivered */
     bool producer_dead; /* the producer can deliver nothing more (implies fatal) */
@@ -161,8 +161,6 @@ void vw_consumer_route(struct vw_worker *w, const rd_kafka_topic_partition_list_
 void vw_consumer_reroute(struct vw_worker *w);
 /* Shutdown: pauses the assignment (never resumed). */
 void vw_consumer_stop_fetching(struct vw_worker *w);
-/* Holds or releases intake per rebalance state. */
-void vw_consumer_flow(struct vw_worker *w);
 void vw_consumer_commit(struct vw_worker *w, bool sync);
 void vw_consumer_close(struct vw_worker *w);
 
