@@ -331,6 +331,11 @@ static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partitio
 }
 
 static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list_t *parts) {
+    /* One clock for the whole assignment: its partitions fall due for the
+     * start watchdog together and are assigned again in one call (with a
+     * clock read per partition, a statistics report landing exactly
+     * start_timeout_ms later could split them across two restarts). */
+    int64_t now = vw_now_ms();
     for (int i = 0; i < parts->cnt; i++) {
         vw_err err = {0};
         if (vw_offsets_assign(w->tracker, parts->elems[i].topic, parts->elems[i].partition, NULL,
@@ -339,7 +344,7 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
             vw_worker_set_fatal(w);
         }
         /* Without it the watchdog misses this partition: nothing else changes. */
-        if (vw_starts_add(&w->starts, parts->elems[i].partition, vw_now_ms()))
+        if (vw_starts_add(&w->starts, parts->elems[i].partition, now))
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "start watchdog: out of memory tp=%s:%d",
                    parts->elems[i].topic, (int)parts->elems[i].partition);
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
