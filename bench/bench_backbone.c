@@ -16,8 +16,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "backbone_cpu.h"
-#include "bundle.h"
+#include "model/backbone_cpu.h"
+#include "model/bundle.h"
 
 static double now(void) {
     struct timespec ts;

@@ -37,9 +37,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "backbone_cpu.h"
-#include "bundle.h"
-#include "sha256.h"
+#include "model/backbone_cpu.h"
+#include "model/bundle.h"
+#include "util/sha256.h"
 
 #ifndef VW_HAVE_CUDA
 int main(void) {

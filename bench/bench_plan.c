@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "admit_cfg.h"
-#include "plan.h"
-#include "render.h"
-#include "tokenizer.h"
+#include "admission/admit_cfg.h"
+#include "render/plan.h"
+#include "render/render.h"
+#include "tokenizer/tokenizer.h"
 
 static double now(void) {
     struct timespec t;

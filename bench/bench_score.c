@@ -22,10 +22,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "backbone_cpu.h"
+#include "model/backbone_cpu.h"
 #include "engine.h"
-#include "envelope.h"
-#include "heads.h"
+#include "answers/envelope.h"
+#include "answers/heads.h"
 
 static double now(void) {
     struct timespec ts;

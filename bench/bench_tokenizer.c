@@ -1,4 +1,4 @@
-/* bench_tokenizer.c — single-threaded encode throughput of core/tokenizer.h.
+/* bench_tokenizer.c — single-threaded encode throughput of core/tokenizer/tokenizer.h.
  *
  *   bench_tokenizer TOKENIZER.json CORPUS.jsonl [--no-added-tokens]
  *
@@ -7,7 +7,7 @@
  * is encoded once, in file order, one call per string (timed), like bench/tokenizer_ref.py
  * does with HF `tokenizers`. Prints one line of key=value figures.
  */
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/tokenizer.sh — tokenizer throughput, C (core/tokenizer.h) vs HF `tokenizers`.
+# bench/tokenizer.sh — tokenizer throughput, C (core/tokenizer/tokenizer.h) vs HF `tokenizers`.
 #   bench/tokenizer.sh [TOKENIZER.json]   (default fixtures/tokenizers/qwen3/tokenizer.json)
 #   env: BUILD (default build), MB (corpus size, default 10), PY (default .venv/bin/python)
 # Builds a deterministic multilingual corpus of >= MB megabytes (the golden strings plus

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "answers.h"
-#include "backbone_cpu.h"
-#include "calibration.h"
-#include "envelope.h"
-#include "heads.h"
-#include "render.h"
-#include "tokenizer.h"
+#include "answers/answers.h"
+#include "model/backbone_cpu.h"
+#include "answers/calibration.h"
+#include "answers/envelope.h"
+#include "answers/heads.h"
+#include "render/render.h"
+#include "tokenizer/tokenizer.h"
 
 struct vw_engine {
     vw_bundle *bundle;
@@ -161,6 +161,11 @@ const vw_renderer *vw_engine_renderer(const vw_engine *e) {
 vw_status vw_engine_plan(const vw_engine *e, const char *body, size_t len, vw_plan **plan,
                          int *status, vw_errlist *detail, vw_err *err) {
     return vw_plan_request(e->rend, body, len, plan, status, detail, err);
+}
+
+vw_status vw_engine_plan_doc(const vw_engine *e, size_t len, const vw_json_doc *doc, vw_plan **plan,
+                             int *status, vw_errlist *detail, vw_err *err) {
+    return vw_plan_request_doc(e->rend, len, doc, plan, status, detail, err);
 }
 
 int64_t vw_engine_plan_cost(const vw_plan *p) {

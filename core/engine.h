@@ -26,11 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bundle.h"
-#include "canonical_json.h"
-#include "errlist.h"
-#include "executor.h"
-#include "plan.h"
+#include "model/bundle.h"
+#include "admission/canonical_json.h"
+#include "admission/errlist.h"
+#include "model/executor.h"
+#include "render/plan.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus
@@ -64,6 +64,9 @@ const vw_renderer *vw_engine_renderer(const vw_engine *e);
 /* Admission + planning of one request body (plan.h vw_plan_request). */
 vw_status vw_engine_plan(const vw_engine *e, const char *body, size_t len, vw_plan **plan,
                          int *status, vw_errlist *detail, vw_err *err);
+/* The same for a body of len bytes already parsed into doc (borrowed). */
+vw_status vw_engine_plan_doc(const vw_engine *e, size_t len, const vw_json_doc *doc, vw_plan **plan,
+                             int *status, vw_errlist *detail, vw_err *err);
 
 /* Tokens the executor will run for this plan (executed trees only). */
 int64_t vw_engine_plan_cost(const vw_plan *p);

@@ -1,6 +1,6 @@
 // attention.cu — gated causal GQA attention over a packed batch with prefix
 // continuation (qwen35-backbone-spec §3.4 steps 5-6; CPU reference: attn_head
-// and attn_layer in core/backbone_layers.c).
+// and attn_layer in core/model/backbone_layers.c).
 //
 // A work item is a tile of VW_ATT_BR query rows of one sequence for one query
 // head; a block of 4 warps owns it, 4 rows per warp. Keys are walked in tiles

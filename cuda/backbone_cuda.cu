@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "backbone_cuda_impl.cuh"
-#include "ops_cpu.h"
+#include "model/ops_cpu.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 /* backbone_cuda.h — the CUDA backend of the executor seam (executor.h): the
  * Qwen3.5 hybrid text backbone on one GPU, cuBLAS for the projections and
  * hand-written kernels for everything else (qwen35-backbone-spec §3, §4, §6).
- * The CPU backend (core/backbone_cpu.c) is the spec; every kernel names the
+ * The CPU backend (core/model/backbone_cpu.c) is the spec; every kernel names the
  * CPU function it mirrors, and tests/test_cuda_*.c compare the two.
  *
  * Precision (vw_cuda_opts.precision):
@@ -55,31 +55,13 @@
 
 #include <stddef.h>
 
-#include "bundle.h"
-#include "executor.h"
+#include "model/bundle.h"
+#include "model/executor.h"
+#include "precision.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum vw_cuda_precision {
-    VW_CUDA_BF16 = 0,
-    VW_CUDA_FP32 = 1,
-    VW_CUDA_BF16X2 = 2,
-} vw_cuda_precision;
-
-/* Whether the matrices of this precision live on the device in BF16. */
-static inline int vw_cuda_bf16_weights(vw_cuda_precision p) {
-    return p == VW_CUDA_BF16 || p == VW_CUDA_BF16X2;
-}
-
-/* "bf16", "bf16x2", "fp32"; NULL for an unknown value. */
-static inline const char *vw_cuda_precision_name(vw_cuda_precision p) {
-    return p == VW_CUDA_BF16     ? "bf16"
-           : p == VW_CUDA_BF16X2 ? "bf16x2"
-           : p == VW_CUDA_FP32   ? "fp32"
-                                 : 0;
-}
 
 typedef struct vw_cuda_opts {
     int device;                  /* CUDA device ordinal */

@@ -1,5 +1,5 @@
 // backbone_cuda_fwd.cu — the CUDA executor's forward pass (see backbone_cuda.h).
-// Reads top to bottom like core/backbone_layers.c: plan the packed batch,
+// Reads top to bottom like core/model/backbone_layers.c: plan the packed batch,
 // embed, then per layer [norm -> DeltaNet or gated attention -> add + norm ->
 // SwiGLU -> add + next norm], gather the readout rows. Never allocates.
 #include <math.h>

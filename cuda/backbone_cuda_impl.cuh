@@ -2,7 +2,7 @@
  * (weights, arena, lifetime) and backbone_cuda_fwd.cu (plan + forward).
  * Not a public contract.
  *
- * Shapes (as core/backbone_cpu_impl.h): H hidden, F ffn, Hq/Hk attention
+ * Shapes (as core/model/backbone_cpu_impl.h): H hidden, F ffn, Hq/Hk attention
  * heads of hd, Hv/Hkl DeltaNet heads of dv/dk, kd = Hkl*dk, vd = Hv*dv,
  * cd = 2*kd + vd conv channels, K conv taps. R = max_tokens (rows of a
  * call), NT = max_trees. "WT" marks a matrix stored BF16 in BF16 mode and

@@ -1,6 +1,6 @@
 // delta_rule.cu — the chunked gated delta rule (chunk 64) on the GPU, FP32
 // throughout (qwen35-backbone-spec §4.1; CPU reference: vw_gdn_chunked and
-// chunk_head in core/delta_rule.c, which this follows step by step).
+// chunk_head in core/model/delta_rule.c, which this follows step by step).
 //
 // Work split: one thread block per (sequence, 32-wide slice of value columns,
 // value head). Value columns of the state evolve independently (S[:, j] only

@@ -1,7 +1,7 @@
 // elementwise.cu — the row-local kernels of the CUDA backbone: embedding
 // gather, BF16 rounding of GEMM inputs, causal conv + SiLU with a prefix
 // history, q/k L2 norm, DeltaNet gates, SwiGLU and the readout gather. Each
-// names the CPU function (core/ops_cpu.c, core/backbone_layers.c) it mirrors;
+// names the CPU function (core/model/ops_cpu.c, core/model/backbone_layers.c) it mirrors;
 // every output element is computed by one thread from its own row (plus, for
 // the conv, the K-1 rows before it), so batching never changes a value.
 #include "kernels.cuh"

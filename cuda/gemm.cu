@@ -1,5 +1,5 @@
 // gemm.cu — Y[T,N] (+)= X[T,K] W[N,K]^T, the PyTorch Linear of every projection
-// (CPU reference: vw_linear in core/ops_cpu.c). Three engines:
+// (CPU reference: vw_linear in core/model/ops_cpu.c). Three engines:
 //  - BF16: X rounded to BF16 into scratch, W stored BF16, cublasGemmEx with FP32
 //    accumulation and FP32 output (spec §6.1 mapping: OP_T on W, OP_N on X).
 //  - BF16X2: as BF16, twice: X = hi + lo with hi = bf16(X), lo = bf16(X - hi);

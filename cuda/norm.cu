@@ -1,5 +1,5 @@
 // norm.cu — the RMSNorm family of the CUDA backbone (CPU reference:
-// vw_rmsnorm in core/ops_cpu.c, its uses in core/backbone_layers.c):
+// vw_rmsnorm in core/model/ops_cpu.c, its uses in core/model/backbone_layers.c):
 //  - add_rmsnorm: the residual add fused with the next zero-centred norm
 //    (weights stored as 1 + w), spec §3.2/§3.3, S1-N add_rms_norm;
 //  - gated_rmsnorm: the DeltaNet output norm times silu(z), spec §3.5 step 9;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "kernels.cuh"
-#include "ops_cpu.h"
+#include "model/ops_cpu.h"
 
 namespace {
 

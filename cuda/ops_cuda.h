@@ -1,6 +1,6 @@
 /* ops_cuda.h — the CUDA backbone's kernels, one C call each, on host buffers,
  * so tests (tests/test_cuda_kernels.c) can run every kernel against its CPU
- * reference (core/ops_cpu.h, core/delta_rule.h) on the same inputs.
+ * reference (core/model/ops_cpu.h, core/model/delta_rule.h) on the same inputs.
  *
  * Each vw_cuda_op_* call copies its inputs to freshly allocated device
  * memory, runs exactly the launcher the executor uses (cuda/kernels.cuh),
@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backbone_cuda.h"
-#include "delta_rule.h"
+#include "precision.h"
+#include "model/delta_rule.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus

@@ -3,9 +3,9 @@
  * tools/make_json_error_vectors.py), every worker-level rejection triple, the
  * request id rule, the result value and the reply-topic allow-list. */
 #include "admit_record.h"
-#include "json_in.h"
+#include "admission/json_in.h"
 #include "proc_test.h"
-#include "request.h"
+#include "admission/request.h"
 #include "vw_test.h"
 
 #include <criterion/criterion.h>

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "answers.h"
+#include "answers/answers.h"
 
 static const char *CAL_JSON =
     "{\"temperature\": {\"choice\": 1.3, \"score\": 1.1, \"set\": 1.05, \"span\": 0.4},"

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backbone_cpu.h"
-#include "bundle.h"
-#include "delta_rule.h"
+#include "model/backbone_cpu.h"
+#include "model/bundle.h"
+#include "model/delta_rule.h"
 #include "vw_test.h"
 
 #define GOLD_HINT "HINT: regenerate with .venv/bin/python tools/make_backbone_goldens.py"

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundle.h"
-#include "sha256.h"
+#include "model/bundle.h"
+#include "util/sha256.h"
 #include "vw_test.h"
 
 #define HINT "(fixture: regenerate with tools/make_tiny_bundle.py)"

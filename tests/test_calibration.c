@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "calibration.h"
+#include "answers/calibration.h"
 
 /* The reference runtime's synthetic decoder calibration (spec §4.7 "test-fixture
  * values"; [RT-FIX] calibration(decoder=True)), PII schema left out. */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "canonical_json.h"
-#include "json_in.h"
+#include "admission/canonical_json.h"
+#include "admission/json_in.h"
 #include "vw_test.h"
 
 #define HINT "(regenerate with tools/make_canonical_vectors.py)"

@@ -1,6 +1,6 @@
 /* test_config.c — the YAML configuration: every field, environment overrides,
  * and errors that name the key and the line. */
-#include "config.h"
+#include "service/config.h"
 #include "vw_test.h"
 
 #include <criterion/criterion.h>

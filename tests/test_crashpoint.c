@@ -1,7 +1,7 @@
-/* test_crashpoint.c — the VW_CRASH_AT grammar (worker/crashpoint.h) and the
+/* test_crashpoint.c — the VW_CRASH_AT grammar (worker/service/crashpoint.h) and the
  * fatal_producer action's hit count. The abort action itself is exercised by
  * tests/test_reliability_crash.c, in a separate worker process. */
-#include "crashpoint.h"
+#include "service/crashpoint.h"
 
 #include <criterion/criterion.h>
 

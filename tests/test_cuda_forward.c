@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backbone_cpu.h"
+#include "model/backbone_cpu.h"
 #include "backbone_cuda.h"
-#include "bundle.h"
+#include "model/bundle.h"
 #include "vw_cuda.h"
 #include "vw_test.h"
 

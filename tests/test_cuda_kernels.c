@@ -1,5 +1,5 @@
 /* test_cuda_kernels.c — every CUDA backbone kernel (cuda/ops_cuda.h) against
- * its CPU reference (core/ops_cpu.h, core/delta_rule.h) on seeded random
+ * its CPU reference (core/model/ops_cpu.h, core/model/delta_rule.h) on seeded random
  * inputs. A value passes when |gpu - ref| <= atol + rtol * |ref|; each test
  * prints its max |diff| and the first mismatches. Tolerances (FP32 kernels):
  * elementwise/norm ops 1e-6 + 1e-5|ref| (libm vs CUDA expf/sqrtf ulps, double
@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "delta_rule.h"
-#include "ops_cpu.h"
+#include "model/delta_rule.h"
+#include "model/ops_cpu.h"
 #include "ops_cuda.h"
 #include "vw_cuda.h"
 

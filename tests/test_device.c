@@ -1,11 +1,11 @@
 /* test_device.c — `--device` / `model.device` and `--precision` /
- * `model.precision` (worker/device.c): what each combination selects or why
+ * `model.precision` (worker/service/device.c): what each combination selects or why
  * it is refused. Runs with or without a GPU: where a case depends on one, the
  * test asks CUDA how many devices it sees and checks the branch taken. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "device.h"
+#include "service/device.h"
 #ifdef VW_HAVE_CUDA
 #include "vw_cuda.h"
 #endif

@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 
 #include "answer_cases.h"
-#include "sha256.h"
+#include "util/sha256.h"
 #include "vw_test.h"
 
 #define REPLAY_ATOL 1e-6 /* same hidden rows: the answer side's parity bar */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backbone_cpu.h"
+#include "model/backbone_cpu.h"
 #include "engine.h"
 #include "vw_test.h"
 

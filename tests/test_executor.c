@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "executor.h"
+#include "model/executor.h"
 
 static const int32_t prefix[] = {1, 2, 3};
 static const int32_t block_ids[] = {4, 5};

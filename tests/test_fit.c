@@ -2,7 +2,7 @@
  * boundaries: exactly at the budget and one over). */
 #include <criterion/criterion.h>
 
-#include "fit.h"
+#include "render/fit.h"
 
 Test(fit, spec_vectors) {
     /* fit([10],[],[(user,100),(context,300)],200,{user},context) -> 100, 85 */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "heads.h"
+#include "answers/heads.h"
 #include "vw_test.h"
 
 #define HINT "(regenerate with: .venv/bin/python tools/make_head_goldens.py)"

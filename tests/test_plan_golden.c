@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_cfg.h"
-#include "plan.h"
-#include "render.h"
-#include "tokenizer.h"
+#include "admission/admit_cfg.h"
+#include "render/plan.h"
+#include "render/render.h"
+#include "tokenizer/tokenizer.h"
 #include "vw_test.h"
 
 #define HINT "(regenerate with .venv/bin/python tools/make_plan_goldens.py)"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "proc_test.h"
-#include "request.h"
+#include "admission/request.h"
 
 static vw_admit_cfg *cfg;
 static void setup(void) {

@@ -1,5 +1,5 @@
 /* test_reliability_crash.c — the worker dies and a successor finishes:
- * deterministic crash points (VW_CRASH_AT, worker/crashpoint.h) with the echo
+ * deterministic crash points (VW_CRASH_AT, worker/service/crashpoint.h) with the echo
  * processor and once through the real model pipeline, and a CI-sized kill -9
  * soak (scripts/soak runs the long one). Each scenario asserts: every request
  * id has >= 1 result, duplicates within the stated bound, first results in

@@ -1,5 +1,5 @@
 /* test_reliability_faults.c — faults outside the worker, injected on the mock
- * cluster through `vela-worker broker --control` (worker/broker.h): a broker
+ * cluster through `vela-worker broker --control` (worker/service/broker.h): a broker
  * down for 3 s and leader moves on the results topic (3 brokers), retriable
  * and permanent Produce errors, OffsetCommit errors, and a processor that
  * keeps failing for longer than max.poll.interval.ms. Each asserts no loss,

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "render/plan.h"
 #include "proc_test.h"
-#include "render.h"
+#include "render/render.h"
 
 static vw_admit_cfg *cfg;
 static vw_renderer *rend;

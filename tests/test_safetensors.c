@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "model/safetensors.h"
 
 /* Writes 8-byte length + header (+ hdr_pad spaces) + data; returns a malloc'd path. */
 static char *write_st(const char *header, const void *data, size_t n, long len_delta) {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pystr.h"
-#include "span_decode.h"
+#include "util/pystr.h"
+#include "answers/span_decode.h"
 
 typedef struct decoded {
     vw_text text;

@@ -1,4 +1,4 @@
-/* test_tokenizer.c — core/tokenizer.h against HF `tokenizers` goldens (ids and offsets,
+/* test_tokenizer.c — core/tokenizer/tokenizer.h against HF `tokenizers` goldens (ids and offsets,
  * 100% equal) for the real Qwen3 tokenizer.json and the trained qwen35-mini, with and
  * without added tokens; the refusals; invalid UTF-8; the model corners (both merge
  * forms, byte fallback, unk, fuse_unk, ignore_merges; expected values computed with
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "vw_test.h"
 
 #define HINT "(goldens: fixtures/tokenizers/, regenerate with tools/make_tokenizer_goldens.py)"

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "windows.h"
+#include "render/windows.h"
 
 static void expect_windows(const int32_t *first, size_t n, int64_t len, int64_t w, int64_t s,
                            const int64_t *want, size_t n_want) {

@@ -8,9 +8,9 @@
 #include <time.h>
 #include <utf8proc.h>
 
-#include "pystr.h"
+#include "util/pystr.h"
 #include "vw_test.h"
-#include "words.h"
+#include "render/words.h"
 
 #define HINT "(regenerate with tools/make_words_vectors.py)"
 

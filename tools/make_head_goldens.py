@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden logits for core/heads.c: CandidateHead and SpanHeadV2 in PyTorch FP32.
+"""Golden logits for core/answers/heads.c: CandidateHead and SpanHeadV2 in PyTorch FP32.
 
 An independent PyTorch implementation written from vela-answer-spec §3 and §5
 (not the reference runtime's modules): seeded random weights under the

@@ -7,7 +7,7 @@ worker-contract Decisions 1–8, answer spec §4.9/§6.2–6.3): admission with 
 presets, span-head dispatch, rows, the decoder layout of §5.1 with HF
 `tokenizers` (add_special_tokens=False, every piece on its own), the budget of
 §7.3, words (`_WORD` with Python `re`), span windows (§7.4) and usage. It
-prints the plan JSON in the key order of core/plan_out.c, so the C output must
+prints the plan JSON in the key order of core/render/plan_out.c, so the C output must
 be byte-identical.
 
 Writes:
@@ -732,7 +732,7 @@ def plan(b: Bundle, tok: Tokenizer, body: bytes) -> dict:
 
 
 def dumps(p: dict) -> str:
-    """The plan as core/plan_out.c prints it (its key order; "type" is raw JSON)."""
+    """The plan as core/render/plan_out.c prints it (its key order; "type" is raw JSON)."""
     text = json.dumps(p, ensure_ascii=False, separators=(",", ":"))
     return re.sub(r'"@@((?:[^"\\]|\\.)*)"', lambda m: json.loads('"' + m.group(1) + '"'), text)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make_tok_unicode_tables.py — writes core/tok_unicode_data.c: where the Unicode data
+"""make_tok_unicode_tables.py — writes core/tokenizer/tok_unicode_data.c: where the Unicode data
 of HF `tokenizers` differs from the libraries we run (utf8proc, PCRE2).
 
 1. Normalization. HF normalizes with the `unicode-normalization-alignments` crate,

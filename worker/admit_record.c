@@ -1,6 +1,6 @@
 /* admit_record.c — worker-level record checks and the result record value
  * (see admit_record.h). The checks themselves are core's front door
- * (core/pyjson.h): this file only turns its rows into result records. Never
+ * (core/admission/pyjson.h): this file only turns its rows into result records. Never
  * calls Kafka. */
 #include "admit_record.h"
 
@@ -8,26 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "canonical_json.h"
-#include "errlist.h" /* the VW_ET_* type names */
+#include "admission/canonical_json.h"
+#include "admission/errlist.h" /* the VW_ET_* type names */
+#include "util/utf8.h"
 
 /* ---- rejections and result values ------------------------------------- */
-
-size_t vw_fmt_i64(char *buf, int64_t v) {
-    char tmp[24];
-    size_t n = 0, len = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        buf[len++] = '-';
-    while (n)
-        buf[len++] = tmp[--n];
-    buf[len] = 0;
-    return len;
-}
 
 static void put_i64(vw_sbuf *sb, int64_t v) {
     char num[24];
@@ -106,14 +91,26 @@ static void write_triple(vw_sbuf *sb, const vw_record *rec, const vw_body_reject
     vw_sbuf_puts(sb, "\"}]}");
 }
 
-/* The front-door row that rejects rec, if any. */
-static bool find_reject(const vw_record *rec, int64_t max_request_bytes, vw_body_reject *rej) {
+/* The front-door row that rejects rec, if any. With doc, a record that passes
+ * leaves its parsed document there (one scan for the check and the parse);
+ * *doc stays NULL when the parse ran out of memory (the check then runs
+ * without building: the processor parses again). */
+static bool find_reject(const vw_record *rec, int64_t max_request_bytes, vw_body_reject *rej,
+                        vw_json_doc **doc) {
     vw_pyjson_check chk;
     size_t max = max_request_bytes > 0 ? (size_t)max_request_bytes : 0;
     if (vw_body_too_long(rec->value_len, max, rej))
         return true;
-    vw_pyjson_validate(rec->value, rec->value_len, &chk);
-    return vw_body_reject_of(&chk, rej);
+    vw_status st = doc ? vw_json_parse(rec->value, rec->value_len, doc, &chk) : VW_ENOMEM;
+    if (st == VW_ENOMEM)
+        vw_pyjson_validate(rec->value, rec->value_len, &chk);
+    if (!vw_body_reject_of(&chk, rej))
+        return false;
+    if (doc) {
+        vw_json_free(*doc); /* parsed, but not an object */
+        *doc = NULL;
+    }
+    return true;
 }
 
 void vw_copy_type(char *dst, size_t cap, const char *type) {
@@ -127,7 +124,7 @@ void vw_copy_type(char *dst, size_t cap, const char *type) {
 vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
                          vw_result *out, vw_err *err) {
     vw_body_reject rej;
-    *rejected = find_reject(rec, max_request_bytes, &rej);
+    *rejected = find_reject(rec, max_request_bytes, &rej, NULL);
     if (!*rejected)
         return VW_OK;
     vw_sbuf sb = sbuf_with(128 + 2 * strlen(rej.msg));
@@ -145,9 +142,10 @@ vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *
 }
 
 bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb, int *status,
-                          char type[VW_REJECT_TYPE_MAX]) {
+                          char type[VW_REJECT_TYPE_MAX], vw_json_doc **doc) {
     vw_body_reject rej;
-    if (!find_reject(rec, max_request_bytes, &rej))
+    *doc = NULL;
+    if (!find_reject(rec, max_request_bytes, &rej, doc))
         return false;
     vw_sbuf_reset(sb);
     write_triple(sb, rec, &rej);

@@ -1,7 +1,7 @@
 /* admit_record.h — what the worker checks and adds around any processor.
  *
  * Before a processor sees a record the worker answers the front-door rows of
- * core/pyjson.h (docs/rejections.md R1-R9, one table for every entry point):
+ * core/admission/pyjson.h (docs/rejections.md R1-R9, one table for every entry point):
  *   413 too_long               ["body"]              the value is larger than
  *                                                    limits.max_request_bytes
  *   400 json_invalid           ["body", <byte off>]  "JSON decode error: <CPython's
@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "canonical_json.h" /* vw_sbuf */
-#include "config.h"
+#include "util/sbuf.h"
+#include "service/config.h"
 #include "processor.h"
-#include "pyjson.h" /* vw_pyjson_validate: the checker these rows come from */
+#include "admission/json_in.h" /* vw_json_parse: the checker these rows come from */
 #include "vw_status.h"
 
 /* Header names of the record contract. */
@@ -44,17 +44,20 @@
 vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *rejected,
                          vw_result *out, vw_err *err);
 
-/* The same checks for the worker's per-record path: when rec is rejected,
- * writes the final result value (what vw_result_value makes of vw_admit_check's
- * value: request_id and source first) into sb, reset first so its allocation is
- * reused, sets *status and type, and returns true (sb->oom on allocation
- * failure); false when the record passes (sb untouched). rec->request_id and
- * rec->topic must be set. */
-#define VW_REJECT_TYPE_MAX 48
 /* Copies a type name into dst (cap bytes), truncated, NUL-terminated. */
 void vw_copy_type(char *dst, size_t cap, const char *type);
+
+/* The same checks for the worker's per-record path, which also parses: when
+ * rec is rejected, writes the final result value (what vw_result_value makes
+ * of vw_admit_check's value: request_id and source first) into sb, reset first
+ * so its allocation is reused, sets *status and type, and returns true
+ * (sb->oom on allocation failure); false when the record passes (sb
+ * untouched), leaving in *doc the parsed value the processor's admit takes
+ * (vw_record.doc; the caller frees it with vw_json_free), or NULL when the
+ * parse ran out of memory. rec->request_id and rec->topic must be set. */
+#define VW_REJECT_TYPE_MAX 48
 bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sbuf *sb, int *status,
-                          char type[VW_REJECT_TYPE_MAX]);
+                          char type[VW_REJECT_TYPE_MAX], vw_json_doc **doc);
 
 /* Room for "topic:partition:offset" with a topic name of Kafka's maximum length
  * (249 bytes) and two 20-digit numbers. */
@@ -75,11 +78,6 @@ char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const 
 
 /* "topic:partition:offset" into buf. */
 void vw_source_string(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset);
-
-/* The decimal text of v into buf (at least 21 bytes), NUL-terminated; returns
- * its length. The per-record paths use it instead of snprintf, which cost
- * 1,100-2,700 instructions a call there (callgrind, docs/worker.md Benchmark). */
-size_t vw_fmt_i64(char *buf, int64_t v);
 
 /* The result record value: r->value (a JSON object) with "request_id" and
  * "source":{"topic","partition","offset","timestamp"} put first. VW_EINVAL

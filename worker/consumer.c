@@ -1,31 +1,40 @@
 /* consumer.c — the worker's consumer side: client set-up, intake polling,
- * intake hold, offset commits and the rebalance protocol (see worker.h).
+ * intake hold, offset commits and the rebalance protocol (see consumer.h).
  * Runs on the Kafka thread only; librdkafka serves every callback here from
  * rd_kafka_consumer_poll. Never produces (producer.c does). */
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "consumer.h"
+
+#include "kafka_conf.h"
+#include "service/clock.h"
+#include "starts.h"
 #include "worker_impl.h"
 
-vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err) {
-    char errstr[512];
-    if (rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
-        return VW_FAIL(err, VW_EINVAL, "kafka_config", "%s=%s: %s", key, value, errstr);
-    return VW_OK;
-}
-
-vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err) {
-    for (size_t i = 0; i < l->n; i++) {
-        if (skip && !strcmp(l->items[i].key, skip))
-            continue;
-        vw_status st = vw_conf_set(conf, l->items[i].key, l->items[i].value, err);
-        if (st)
-            return st;
-    }
-    return VW_OK;
-}
+/* The consumer side's own state (consumer.h), allocated by vw_consumer_open. */
+struct vw_consumer {
+    rd_kafka_queue_t *cq; /* the consumer queue: events (I/O events -> wake pipe) */
+    rd_kafka_queue_t *mq; /* records of the assigned partitions ("Routing" below) */
+    bool intake_held;     /* a rebalance may be running: no records taken (flow) */
+    bool commit_in_flight;
+    bool backpressure;         /* in-flight limit reached: records stay in librdkafka's queue */
+    vw_starts starts;          /* input partitions assigned, not yet known to fetch (starts.h) */
+    bool starts_check;         /* statistics arrived: look for partitions that never started */
+    int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
+    bool group_unsteady;       /* statistics: this member is rejoining the group */
+    atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
+    atomic_bool joined_group; /* a JoinGroup succeeded (-> wait-sync, wait-join -> wait-metadata) */
+    bool assigned_once;       /* a rebalance callback came (see destroy_would_abort) */
+    bool sticky_assignor;     /* partition.assignment.strategy may pick cooperative-sticky */
+    bool second_round;        /* a cooperative revoke came: its assignment starts another round */
+    atomic_int log_calls;     /* librdkafka threads inside the log callback */
+    atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
+    bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
+};
 
 /* ---- callbacks (all on the Kafka thread) -------------------------------- */
 
@@ -40,18 +49,18 @@ static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const
         const char *arrow = from ? strstr(from, " -> ") : NULL;
         if (arrow) {
             const char *to = arrow + 4;
-            atomic_store(&w->joining, strncmp(to, "steady ", 7) != 0);
+            atomic_store(&w->cons->joining, strncmp(to, "steady ", 7) != 0);
             /* A JoinGroup answer: the follower's wait-sync, or the leader's
              * wait-metadata from wait-join (init -> wait-metadata is not one). */
             if (!strncmp(to, "wait-sync ", 10) ||
                 (!strncmp(to, "wait-metadata ", 14) && arrow - buf >= 9 &&
                  !strncmp(arrow - 9, "wait-join", 9)))
-                atomic_store(&w->joined_group, true);
+                atomic_store(&w->cons->joined_group, true);
         }
-        if (!w->kafka_debug)
+        if (!w->cons->kafka_debug)
             return;
     }
-    if (level >= 7 && !w->kafka_debug)
+    if (level >= 7 && !w->cons->kafka_debug)
         return; /* debug lines we asked for ourselves */
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
     vw_log_level lvl = level <= 3   ? VW_LOG_ERROR
@@ -65,29 +74,10 @@ static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const
  * wait out the calls already in here before the worker is freed. */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     struct vw_worker *w = rd_kafka_opaque(rk);
-    atomic_fetch_add(&w->log_calls, 1);
-    if (!atomic_load(&w->log_abandoned))
+    atomic_fetch_add(&w->cons->log_calls, 1);
+    if (!atomic_load(&w->cons->log_abandoned))
         log_line(w, rk, level, fac, buf);
-    atomic_fetch_sub(&w->log_calls, 1);
-}
-
-void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    struct vw_worker *w = opaque;
-    if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char cause[512];
-        rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
-        VW_LOG(w->log, VW_LOG_ERROR, "kafka",
-               "fatal client error, stopping client=%s err=%s "
-               "reason=\"%s\"",
-               rd_kafka_name(rk), rd_kafka_err2name(real), cause);
-        if (rk == w->producer)
-            w->producer_dead = true;
-        vw_worker_set_fatal(w);
-        return;
-    }
-    /* Everything else is informational: librdkafka recovers by itself. */
-    VW_LOG(w->log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
-           rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    atomic_fetch_sub(&w->cons->log_calls, 1);
 }
 
 /* The start watchdog (starts.h): partitions of the input topic whose
@@ -96,20 +86,20 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
  * right after a report means a partition is never judged on a state older
  * than the statistics interval. */
 static void note_fetch_states(struct vw_worker *w, const json_t *root) {
-    if (!w->starts.n)
+    if (!w->cons->starts.n)
         return;
     const json_t *parts =
         json_object_get(json_object_get(json_object_get(root, "topics"), w->topic), "partitions");
-    for (size_t i = w->starts.n; i-- > 0;) {
+    for (size_t i = w->cons->starts.n; i-- > 0;) {
         char key[16];
-        int32_t p = w->starts.items[i].partition;
+        int32_t p = w->cons->starts.items[i].partition;
         snprintf(key, sizeof key, "%d", (int)p);
         const char *fs =
             json_string_value(json_object_get(json_object_get(parts, key), "fetch_state"));
         if (vw_starts_fetching(fs))
-            vw_starts_remove(&w->starts, p);
+            vw_starts_remove(&w->cons->starts, p);
     }
-    w->starts_check = w->starts.n > 0;
+    w->cons->starts_check = w->cons->starts.n > 0;
 }
 
 static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
@@ -122,9 +112,9 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     const char *js =
         json_string_value(json_object_get(json_object_get(root, "cgrp"), "join_state"));
     bool unsteady = js && strcmp(js, "steady") && strcmp(js, "init");
-    if (unsteady != w->group_unsteady)
+    if (unsteady != w->cons->group_unsteady)
         VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "group join_state=%s", js);
-    w->group_unsteady = unsteady;
+    w->cons->group_unsteady = unsteady;
     note_fetch_states(w, root);
     json_decref(root);
     return 0; /* librdkafka frees json */
@@ -167,21 +157,21 @@ static int64_t hold_ms(const vw_config *cfg) {
 static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
     if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
         return;
-    if (w->commit_hold_until <= vw_now_ms())
+    if (w->cons->commit_hold_until <= vw_now_ms())
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "group rebalancing: commits wait for it");
-    w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+    w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
 }
 
 /* This member rejoins, or its commits are held: intake waits (flow). */
 static bool intake_hold_due(struct vw_worker *w) {
-    return atomic_load(&w->joining) || vw_now_ms() < w->commit_hold_until;
+    return atomic_load(&w->cons->joining) || vw_now_ms() < w->cons->commit_hold_until;
 }
 
 /* A rebalance may be running (see hold_commits): async commits wait, and so
  * does the start watchdog (restart_due). The statistics' join state, up to an
  * interval late, only adds to it. */
 static bool rebalance_running(struct vw_worker *w) {
-    return intake_hold_due(w) || w->group_unsteady;
+    return intake_hold_due(w) || w->cons->group_unsteady;
 }
 
 static bool cooperative(rd_kafka_t *rk) {
@@ -193,7 +183,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque) {
     (void)rk;
     struct vw_worker *w = opaque;
-    w->commit_in_flight = false;
+    w->cons->commit_in_flight = false;
     hold_commits(w, err);
     if (err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets)
         return;
@@ -248,7 +238,7 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
     rd_kafka_offsets_store(w->consumer, l);
     rd_kafka_resp_err_t e = rd_kafka_commit(w->consumer, l, sync ? 0 : 1);
     if (!sync) {
-        w->commit_in_flight = !e;
+        w->cons->commit_in_flight = !e;
         if (e)
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "commit not sent err=%s", rd_kafka_err2name(e));
         return;
@@ -268,7 +258,7 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
 }
 
 void vw_consumer_commit(struct vw_worker *w, bool sync) {
-    if (w->replay || (!sync && (w->commit_in_flight || rebalance_running(w))))
+    if (w->replay || (!sync && (w->cons->commit_in_flight || rebalance_running(w))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
     if (l) {
@@ -279,17 +269,6 @@ void vw_consumer_commit(struct vw_worker *w, bool sync) {
 
 /* ---- rebalance ------------------------------------------------------------ */
 
-static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
-    if (w->producer_dead)
-        return false; /* nothing more will be acknowledged: queued results were purged */
-    if (w->exec_items)
-        return true;
-    for (int i = 0; i < parts->cnt; i++)
-        if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))
-            return true;
-    return false;
-}
-
 /* Revoke (style.md "State and threads"): stop scheduling the partitions, let
  * what is in flight finish for at most delivery.revoke_wait_ms, commit what is
  * contiguous and acknowledged, then forget them. A lost assignment commits
@@ -298,19 +277,13 @@ static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partitio
                               bool lost) {
     for (int i = 0; i < parts->cnt; i++) {
         vw_worker_drop_partition(w, parts->elems[i].partition);
-        vw_starts_remove(&w->starts, parts->elems[i].partition);
+        vw_starts_remove(&w->cons->starts, parts->elems[i].partition);
     }
     if (!lost) {
         int64_t deadline = vw_now_ms() + w->cfg->delivery.revoke_wait_ms;
         if (w->stopping && w->stop_deadline_ms < deadline)
             deadline = w->stop_deadline_ms;
-        for (;;) {
-            vw_worker_collect(w);
-            vw_produce_ready(w);
-            if (!revoked_busy(w, parts) || vw_now_ms() >= deadline)
-                break;
-            vw_producer_poll(w, 10);
-        }
+        vw_worker_settle(w, parts, deadline);
         rd_kafka_topic_partition_list_t *l = pending_commits(w, parts);
         if (l) {
             commit_list(w, l, true);
@@ -344,7 +317,7 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
             vw_worker_set_fatal(w);
         }
         /* Without it the watchdog misses this partition: nothing else changes. */
-        if (vw_starts_add(&w->starts, parts->elems[i].partition, now))
+        if (vw_starts_add(&w->cons->starts, parts->elems[i].partition, now))
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "start watchdog: out of memory tp=%s:%d",
                    parts->elems[i].topic, (int)parts->elems[i].partition);
         VW_LOG(w->log, VW_LOG_INFO, "consumer", "partition assigned tp=%s:%d",
@@ -367,11 +340,11 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
 static void restart_due(struct vw_worker *w) {
     enum { MAX = 64 };
     int32_t due[MAX];
-    w->starts_check = false;
+    w->cons->starts_check = false;
     int64_t timeout = w->cfg->delivery.start_timeout_ms;
     if (timeout <= 0 || w->stopping || w->fatal || rebalance_running(w))
         return;
-    size_t k = vw_starts_due(&w->starts, vw_now_ms(), timeout, due, MAX);
+    size_t k = vw_starts_due(&w->cons->starts, vw_now_ms(), timeout, due, MAX);
     rd_kafka_topic_partition_list_t *cur = NULL;
     if (!k || rd_kafka_assignment(w->consumer, &cur) || !cur)
         return;
@@ -380,7 +353,7 @@ static void restart_due(struct vw_worker *w) {
     for (size_t i = 0; i < k; i++) {
         /* One partition librdkafka does not hold would fail the whole call. */
         if (!rd_kafka_topic_partition_list_find(cur, w->topic, due[i])) {
-            vw_starts_remove(&w->starts, due[i]);
+            vw_starts_remove(&w->cons->starts, due[i]);
             continue;
         }
         rd_kafka_topic_partition_list_add(l, w->topic, due[i]);
@@ -414,8 +387,8 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
-    w->assigned_once = true;
-    w->commit_hold_until = 0; /* a callback means this member's generation is current */
+    w->cons->assigned_once = true;
+    w->cons->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(w, parts);
         vw_consumer_route(w, parts);
@@ -429,17 +402,17 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         /* After a cooperative revoke this assignment is followed by a second
          * round (librdkafka rejoins once the new partitions' offsets are
          * fetched): hold until it shows in the join state. */
-        if (w->second_round)
-            w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
-        w->second_round = false;
+        if (w->cons->second_round)
+            w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+        w->cons->second_round = false;
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
         revoke_partitions(w, parts, lost);
         if (coop) {
             e = rd_kafka_incremental_unassign(rk, parts);
             /* A cooperative revoke is followed by a second rebalance round. */
-            w->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
-            w->second_round = !lost;
+            w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+            w->cons->second_round = !lost;
         } else {
             re = rd_kafka_assign(rk, NULL);
         }
@@ -473,7 +446,7 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
     const char *dbg = vw_kvlist_get(&cfg->kafka.consumer, "debug");
     if (!dbg)
         dbg = vw_kvlist_get(&cfg->kafka.common, "debug");
-    w->kafka_debug = dbg != NULL;
+    w->cons->kafka_debug = dbg != NULL;
     if (!st && !w->replay) {
         char all[512];
         snprintf(all, sizeof all, "%s%scgrp", dbg ? dbg : "", dbg ? "," : "");
@@ -495,9 +468,9 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
      * and roundrobin, a user's override, do not. */
     char strategy[256];
     size_t len = sizeof strategy;
-    w->sticky_assignor = rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy, &len) ==
-                             RD_KAFKA_CONF_OK &&
-                         strstr(strategy, "sticky");
+    w->cons->sticky_assignor = rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy,
+                                                 &len) == RD_KAFKA_CONF_OK &&
+                               strstr(strategy, "sticky");
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
@@ -527,6 +500,8 @@ static void advise_heartbeat(struct vw_worker *w) {
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     char errstr[512];
     advise_heartbeat(w);
+    if (!w->cons && !(w->cons = calloc(1, sizeof *w->cons)))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer state");
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     vw_status st = conf ? consumer_conf(w, conf, err)
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
@@ -541,14 +516,14 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     /* Every event (rebalance, commits, errors, stats) comes through the consumer
      * queue; its I/O event wakes the loop when it turns non-empty. */
     rd_kafka_poll_set_consumer(w->consumer);
-    w->cq = rd_kafka_queue_get_consumer(w->consumer);
-    rd_kafka_queue_io_event_enable(w->cq, w->wake[1], "c", 1);
-    w->mq = rd_kafka_queue_new(w->consumer);
-    if (!w->mq) {
+    w->cons->cq = rd_kafka_queue_get_consumer(w->consumer);
+    rd_kafka_queue_io_event_enable(w->cons->cq, w->wake[1], "c", 1);
+    w->cons->mq = rd_kafka_queue_new(w->consumer);
+    if (!w->cons->mq) {
         st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer record queue");
         goto done;
     }
-    rd_kafka_queue_io_event_enable(w->mq, w->wake[1], "m", 1);
+    rd_kafka_queue_io_event_enable(w->cons->mq, w->wake[1], "m", 1);
     if (!w->replay) {
         rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(topics, w->topic, RD_KAFKA_PARTITION_UA);
@@ -572,10 +547,10 @@ void vw_consumer_stop_fetching(struct vw_worker *w) {
     rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Routing. The records of every assigned partition are forwarded to w->mq,
+/* Routing. The records of every assigned partition are forwarded to w->cons->mq,
  * apart from the consumer queue that carries librdkafka's events (rebalances,
  * commit results, errors, statistics). Events are served every turn; records
- * are taken from w->mq only while fewer than limits.max_in_flight are in
+ * are taken from w->cons->mq only while fewer than limits.max_in_flight are in
  * flight. Beyond that they wait in librdkafka's fetch queue, whose own bounds
  * (queued.min.messages, queued.max.messages.kbytes) stop the fetcher: no
  * pause, so nothing prefetched is thrown away (a pause purges the partition's
@@ -586,10 +561,10 @@ void vw_consumer_stop_fetching(struct vw_worker *w) {
  * forwarded once is never forwarded to the consumer queue again: a re-assign
  * routed before the previous stop was handled would leave the partition's
  * records in its own queue, read by no one. Routing again is harmless (records
- * already in that queue move to w->mq, in order), so the worker routes every
+ * already in that queue move to w->cons->mq, in order), so the worker routes every
  * assigned partition again once a second (vw_consumer_reroute). A record can
  * therefore never reach the consumer queue; if one does, admitting it there
- * could pass records of its partition still in w->mq (their offsets would then
+ * could pass records of its partition still in w->cons->mq (their offsets would then
  * be refused as out of order and committed past), so the worker stops instead
  * (exit 1): nothing is committed past it, and a restart answers it. */
 static void route_one(struct vw_worker *w, const char *topic, int32_t partition) {
@@ -599,7 +574,7 @@ static void route_one(struct vw_worker *w, const char *topic, int32_t partition)
                topic, (int)partition);
         return;
     }
-    rd_kafka_queue_forward(q, w->mq);
+    rd_kafka_queue_forward(q, w->cons->mq);
     rd_kafka_queue_destroy(q);
 }
 
@@ -635,14 +610,14 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
     } else if (!w->stopping) {
-        if (w->starts.n) /* a record: its partition fetches */
-            vw_starts_remove(&w->starts, m->partition);
+        if (w->cons->starts.n) /* a record: its partition fetches */
+            vw_starts_remove(&w->cons->starts, m->partition);
         vw_worker_intake(w, m);
     }
     rd_kafka_message_destroy(m);
 }
 
-/* Intake is held (no record taken from w->mq, librdkafka's fetch queue
+/* Intake is held (no record taken from w->cons->mq, librdkafka's fetch queue
  * bounds stop the fetcher, as under backpressure) while this member rejoins
  * or its commits are held (see hold_commits), so the uncommitted tail stays
  * within what was in flight. Not rd_kafka_pause_partitions: until 2026-12-03
@@ -655,9 +630,9 @@ static void flow(struct vw_worker *w) {
     if (w->replay || w->stopping)
         return;
     bool want = intake_hold_due(w);
-    if (want == w->intake_held)
+    if (want == w->cons->intake_held)
         return;
-    w->intake_held = want;
+    w->cons->intake_held = want;
     vw_metrics_set_paused(w->metrics, want);
     VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "intake %s in_flight=%zu", want ? "held" : "resumed",
            vw_offsets_in_flight(w->tracker, NULL, 0));
@@ -668,9 +643,9 @@ static size_t room(struct vw_worker *w) {
     size_t in_flight = vw_offsets_in_flight(w->tracker, NULL, 0);
     size_t max = (size_t)w->cfg->limits.max_in_flight;
     bool full = !w->replay && in_flight >= max;
-    if (full && !w->backpressure)
+    if (full && !w->cons->backpressure)
         vw_metrics_inc(w->metrics, VW_M_BACKPRESSURE, 1);
-    w->backpressure = full;
+    w->cons->backpressure = full;
     if (w->replay)
         return 1000;
     return full ? 0 : max - in_flight;
@@ -695,16 +670,16 @@ bool vw_consumer_poll(struct vw_worker *w) {
         take(w, m);
     }
     more = n == EVENTS;
-    if (w->starts_check && n < EVENTS)
+    if (w->cons->starts_check && n < EVENTS)
         restart_due(w);
     flow(w);
-    if (w->stopping || w->intake_held || w->fatal)
+    if (w->stopping || w->cons->intake_held || w->fatal)
         return more && !w->fatal;
     size_t k = room(w);
     if (k > RECORDS)
         k = RECORDS;
     rd_kafka_message_t *batch[RECORDS];
-    ssize_t got = k ? rd_kafka_consume_batch_queue(w->mq, 0, batch, k) : 0;
+    ssize_t got = k ? rd_kafka_consume_batch_queue(w->cons->mq, 0, batch, k) : 0;
     for (ssize_t i = 0; i < got; i++)
         take(w, batch[i]);
     return more || (got > 0 && (size_t)got == k);
@@ -717,7 +692,8 @@ bool vw_consumer_poll(struct vw_worker *w) {
  * rebalances at startup, would exit 134. The assignor has its state once a
  * rebalance callback came (the SyncGroup answer is handled first). */
 static bool destroy_would_abort(const struct vw_worker *w) {
-    return w->sticky_assignor && atomic_load(&w->joined_group) && !w->assigned_once;
+    return w->cons->sticky_assignor && atomic_load(&w->cons->joined_group) &&
+           !w->cons->assigned_once;
 }
 
 /* So a worker stopped in that window first waits, until its grace period
@@ -739,15 +715,15 @@ void vw_consumer_close(struct vw_worker *w) {
         return;
     if (!w->replay)
         await_first_assignment(w);
-    if (w->cq) {
-        rd_kafka_queue_io_event_enable(w->cq, -1, NULL, 0);
-        rd_kafka_queue_destroy(w->cq);
-        w->cq = NULL;
+    if (w->cons->cq) {
+        rd_kafka_queue_io_event_enable(w->cons->cq, -1, NULL, 0);
+        rd_kafka_queue_destroy(w->cons->cq);
+        w->cons->cq = NULL;
     }
-    if (w->mq) {
-        rd_kafka_queue_io_event_enable(w->mq, -1, NULL, 0);
-        rd_kafka_queue_destroy(w->mq);
-        w->mq = NULL;
+    if (w->cons->mq) {
+        rd_kafka_queue_io_event_enable(w->cons->mq, -1, NULL, 0);
+        rd_kafka_queue_destroy(w->cons->mq);
+        w->cons->mq = NULL;
     }
     if (!w->replay) {
         /* Leaves the group (its revoke runs on_rebalance once more). */
@@ -764,10 +740,10 @@ void vw_consumer_close(struct vw_worker *w) {
                    "no assignment came within the grace period: the consumer is closed but not "
                    "destroyed (librdkafka 2.0.2 would abort, #4312)");
             rd_kafka_set_log_level(w->consumer, -1);
-            atomic_store(&w->log_abandoned, true);
+            atomic_store(&w->cons->log_abandoned, true);
             /* A thread past librdkafka's level check may still enter on_log. */
             usleep(200 * 1000);
-            for (int i = 0; i < 100 && atomic_load(&w->log_calls); i++)
+            for (int i = 0; i < 100 && atomic_load(&w->cons->log_calls); i++)
                 usleep(10 * 1000);
             w->consumer = NULL;
             return;
@@ -777,4 +753,12 @@ void vw_consumer_close(struct vw_worker *w) {
     }
     rd_kafka_destroy(w->consumer);
     w->consumer = NULL;
+}
+
+void vw_consumer_free(struct vw_worker *w) {
+    if (!w->cons)
+        return;
+    vw_starts_free(&w->cons->starts);
+    free(w->cons);
+    w->cons = NULL;
 }

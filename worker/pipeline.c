@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "service/device.h"
 #include "engine.h"
 
 typedef struct pipeline {
@@ -29,7 +29,9 @@ static vw_status pipe_admit(vw_processor *p, const vw_record *rec, vw_admission 
     int status = 0;
     memset(out, 0, sizeof *out);
     vw_status st =
-        vw_engine_plan(pl->engine, rec->value, rec->value_len, &plan, &status, &detail, err);
+        rec->doc
+            ? vw_engine_plan_doc(pl->engine, rec->value_len, rec->doc, &plan, &status, &detail, err)
+            : vw_engine_plan(pl->engine, rec->value, rec->value_len, &plan, &status, &detail, err);
     if (st == VW_OK && plan) {
         out->item = plan;
         out->tokens = vw_engine_plan_cost(plan);

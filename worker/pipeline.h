@@ -11,8 +11,8 @@
 #ifndef VW_PIPELINE_H
 #define VW_PIPELINE_H
 
-#include "config.h"
-#include "log.h"
+#include "service/config.h"
+#include "service/log.h"
 #include "processor.h"
 
 /* Opens model.bundle on model.device (auto|cpu|cuda) and logs the choice. */

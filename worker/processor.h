@@ -30,8 +30,8 @@
  * executor thread; a processor must allow these two calls to overlap. Each of
  * them is called by one thread only. ready/model may be called from any thread.
  *
- * The model pipeline (worker/pipeline.h, vw_pipeline_open) is what
- * vw_processor_open returns for model.device auto|cpu|cuda.
+ * The model pipeline (pipeline.h) and the test-only echo (echo.h) implement
+ * it; processors.h picks one by model.device.
  */
 #ifndef VW_PROCESSOR_H
 #define VW_PROCESSOR_H
@@ -40,8 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "log.h"
+#include "admission/json_in.h"
+#include "service/log.h"
 #include "vw_status.h"
 
 /* A consumed request record (borrowed). */
@@ -55,6 +55,8 @@ typedef struct vw_record {
     const void *value; /* NULL for an empty (tombstone) value */
     size_t value_len;
     const char *request_id; /* request-id header, else key, else topic:partition:offset */
+    const vw_json_doc *doc; /* the value as the worker's check parsed it, or NULL (admit may
+                               parse it itself); borrowed for the admit call */
 } vw_record;
 
 /* One header to add to a result record. */
@@ -112,11 +114,6 @@ struct vw_processor {
     void *impl;
 };
 
-/* Opens the processor model.device names: test-echo (test only, see
- * docs/worker.md), or the model pipeline for auto|cpu|cuda. */
-vw_status vw_processor_open(const vw_config *cfg, const vw_log *log, vw_processor **out,
-                            vw_err *err);
-
 /* Releases a processor; NULL is a no-op. */
 void vw_processor_free(vw_processor *p);
 
@@ -125,18 +122,5 @@ void vw_result_clear(vw_result *r);
 
 /* Appends a header (copies name and value). VW_ENOMEM leaves r unchanged. */
 vw_status vw_result_add_header(vw_result *r, const char *name, const void *value, size_t len);
-
-/* The test-echo processor (model.device: test-echo). For a request object with
- * a "questions" map it answers every question with {"echo": <qid>} and reports
- * usage {"bytes", "tokens", "sha256"} of the request; its token cost is
- * bytes/4 + 1. Test hooks, read from the environment at open:
- *   VW_TEST_ECHO_RETRY="<request-id>:<n>"  the first n runs of that request
- *                                          return RETRY;
- *   VW_TEST_ECHO_HUGE="<request-id>"       that request's result is 2 MiB
- *                                          (larger than the producer's
- *                                          message.max.bytes: dead-letter path);
- *   VW_TEST_ECHO_DELAY_MS="<ms>"           each run_batch sleeps that long.
- * It is never selected by default. */
-vw_status vw_echo_processor_new(vw_processor **out, vw_err *err);
 
 #endif

@@ -1,13 +1,18 @@
 /* producer.c — the worker's producer side: result records in per-partition
  * input order, dead letters, delivery reports (see worker.h). Runs on the Kafka
  * thread only (delivery reports are served by rd_kafka_poll here). Never
- * consumes or commits: an acknowledgement only tells the tracker. */
+ * consumes or commits: an acknowledgement only tells the tracker (see
+ * producer.h). */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "producer.h"
+
 #include "admit_record.h"
-#include "canonical_json.h"
+#include "admission/canonical_json.h"
+#include "kafka_conf.h"
+#include "service/clock.h"
 #include "worker_impl.h"
 
 /* Errors that no retry can fix: the record must take another way. */
@@ -330,4 +335,18 @@ done:
 void vw_producer_poll(struct vw_worker *w, int timeout_ms) {
     if (w->producer)
         rd_kafka_poll(w->producer, timeout_ms);
+}
+
+void vw_producer_close(struct vw_worker *w) {
+    if (!w->producer)
+        return;
+    int64_t left = w->stop_deadline_ms - vw_now_ms();
+    rd_kafka_flush(w->producer, left > 1000 ? (int)left : 1000);
+    rd_kafka_purge(w->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(w->producer, 0); /* purged delivery reports free their items */
+    rd_kafka_queue_io_event_enable(w->pq, -1, NULL, 0);
+    rd_kafka_queue_destroy(w->pq);
+    w->pq = NULL;
+    rd_kafka_destroy(w->producer);
+    w->producer = NULL;
 }

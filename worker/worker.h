@@ -22,9 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "log.h"
-#include "metrics.h"
+#include "service/config.h"
+#include "service/log.h"
+#include "service/metrics.h"
 #include "processor.h"
 #include "vw_status.h"
 

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_cfg.h"
-#include "plan.h"
-#include "render.h"
-#include "tokenizer.h"
+#include "admission/admit_cfg.h"
+#include "render/plan.h"
+#include "render/render.h"
+#include "tokenizer/tokenizer.h"
 
 static vw_tokenizer *tok;
 static vw_admit_cfg *cfg[2];

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "canonical_json.h"
-#include "json_in.h"
+#include "admission/canonical_json.h"
+#include "admission/json_in.h"
 
 static char *canon(const char *buf, size_t len, size_t *out_len, vw_status *st) {
     vw_json_doc *doc = NULL;

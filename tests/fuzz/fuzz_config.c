@@ -1,7 +1,7 @@
 /* fuzz_config.c — libFuzzer target: arbitrary bytes as the YAML configuration.
  * The parser must return VW_OK or VW_EINVAL with a message, never crash or
  * leak, and an accepted config must carry its required fields. */
-#include "config.h"
+#include "service/config.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* fuzz_tokenizer.c — libFuzzer target for core/tokenizer.h. The first byte picks the
+/* fuzz_tokenizer.c — libFuzzer target for core/tokenizer/tokenizer.h. The first byte picks the
  * mode, the rest is the input:
  *   0xFF        the rest is a tokenizer.json: loading must succeed or fail with a typed
  *               error, never crash or leak; a loaded one then encodes a few strings;
@@ -9,7 +9,7 @@
  * second encode (served by the BPE cache) gives the same ids and offsets.
  * The two fixture tokenizers are loaded once (libFuzzer keeps the process alive).
  */
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 #include <stdint.h>
 #include <stdio.h>

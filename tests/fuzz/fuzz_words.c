@@ -10,8 +10,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "pystr.h"
-#include "words.h"
+#include "util/pystr.h"
+#include "render/words.h"
 
 static vw_word_re *re;
 

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "canonical_json.h"
+#include "admission/canonical_json.h"
 #include "engine.h"
-#include "plan.h"
+#include "render/plan.h"
 #include "vw_status.h"
 
 #define VW_ACASES_RECIPE "tools/make_answer_goldens.py"

@@ -35,7 +35,7 @@ const char *vw_kh_dir(void);
 int vw_kh_broker_start(const char *topics, vw_kh_broker *b);
 /* Same with --brokers n_brokers (ids 1..n; replication factor min(3, n)). */
 int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b);
-/* Sends one control line (see worker/broker.h). */
+/* Sends one control line (see worker/service/broker.h). */
 int vw_kh_broker_control(vw_kh_broker *b, const char *line);
 void vw_kh_broker_stop(vw_kh_broker *b);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "canonical_json.h"
-#include "pystr.h"
+#include "admission/canonical_json.h"
+#include "util/pystr.h"
 #include "vw_test.h"
 
 vw_admit_cfg *proc_cfg(const char *name) {

@@ -7,10 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "admit_cfg.h"
-#include "errlist.h"
-#include "request.h"
-#include "tokenizer.h"
+#include "admission/admit_cfg.h"
+#include "admission/errlist.h"
+#include "admission/request.h"
+#include "tokenizer/tokenizer.h"
 
 /* Loads fixtures/plan/<name> (e.g. "bundle"); aborts the test on failure. */
 vw_admit_cfg *proc_cfg(const char *name);

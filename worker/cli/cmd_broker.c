@@ -1,0 +1,143 @@
+/* cmd_broker.c — `vela-worker broker`: hosts librdkafka's mock cluster on
+ * 127.0.0.1 for tests and demos (see broker.h), prints its bootstrap string as
+ * the first line of stdout, and runs until SIGTERM/SIGINT (or, with --control,
+ * until stdin closes). */
+#include "service/broker.h"
+#include "commands.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: vela-worker broker [--topics name:parts,...] [--brokers N]\n"
+               "                          [--bootstrap-file FILE] [--control]\n"
+               "  --topics          topics to create (default requests:4,results:4,"
+               "requests.dlq:1)\n"
+               "  --brokers         number of mock brokers (default 1)\n"
+               "  --bootstrap-file  also write the bootstrap string to FILE\n"
+               "  --control         read control commands from stdin (see broker.h);\n"
+               "                    exit when stdin closes\n");
+}
+
+/* Written to FILE.tmp then renamed, so a reader never sees half a line. */
+static int write_bootstrap(const char *path, const char *boot) {
+    size_t n = strlen(path) + 5;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (f) {
+        int ok = fprintf(f, "%s\n", boot) > 0;
+        if (fclose(f) == 0 && ok && rename(tmp, path) == 0)
+            rc = 0;
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Serves signals and (optionally) control lines until told to stop. */
+static int serve(vw_broker *b, int sfd, int control) {
+    char line[1024];
+    for (;;) {
+        struct pollfd fds[2] = {{.fd = sfd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
+        if (poll(fds, control ? 2 : 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("vela-worker broker: poll");
+            return 1;
+        }
+        if (fds[0].revents)
+            return 0; /* SIGTERM or SIGINT */
+        if (control && fds[1].revents) {
+            if (!fgets(line, sizeof line, stdin))
+                return 0; /* stdin closed: done */
+            line[strcspn(line, "\r\n")] = 0;
+            if (!line[0] || !strcmp(line, "quit")) {
+                if (line[0])
+                    return 0;
+                continue;
+            }
+            vw_err err = {0};
+            if (vw_broker_control(b, line, &err))
+                fprintf(stderr, "vela-worker broker: %s\n", err.msg);
+            else
+                printf("ok %s\n", line);
+            fflush(stdout);
+        }
+    }
+}
+
+int vw_cmd_broker(int argc, char **argv) {
+    static const struct option opts[] = {{"topics", required_argument, 0, 't'},
+                                         {"brokers", required_argument, 0, 'b'},
+                                         {"bootstrap-file", required_argument, 0, 'f'},
+                                         {"control", no_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *topics = "requests:4,results:4,requests.dlq:1", *file = NULL;
+    int n_brokers = 1, control = 0, c, rc = 1, sfd = -1;
+    vw_broker *b = NULL;
+    vw_err err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            topics = optarg;
+            break;
+        case 'b':
+            n_brokers = atoi(optarg);
+            break;
+        case 'f':
+            file = optarg;
+            break;
+        case 'c':
+            control = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    /* Block the signals before librdkafka starts its threads, so they inherit the
+     * mask and only signalfd sees SIGTERM/SIGINT. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        perror("vela-worker broker: signalfd");
+        goto done;
+    }
+    if (vw_broker_new(n_brokers, &b, &err) ||
+        (*topics && vw_broker_create_topics(b, topics, &err))) {
+        fprintf(stderr, "vela-worker broker: %s\n", err.msg);
+        goto done;
+    }
+    printf("%s\n", vw_broker_bootstraps(b));
+    fflush(stdout);
+    if (file && write_bootstrap(file, vw_broker_bootstraps(b))) {
+        fprintf(stderr, "vela-worker broker: cannot write %s: %s\n", file, strerror(errno));
+        goto done;
+    }
+    rc = serve(b, sfd, control);
+done:
+    vw_broker_free(b);
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}

@@ -1,0 +1,212 @@
+/* echo.c — the test-only echo processor (see echo.h). It exists so that
+ * batching, delivery and commits can be tested end to end without a model; it
+ * is chosen only by `model.device: test-echo`. */
+#include "echo.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission/json_in.h"
+#include "util/sbuf.h"
+#include "util/sha256.h"
+
+typedef struct echo {
+    char *retry_id; /* VW_TEST_ECHO_RETRY request id, or NULL */
+    long retry_n;
+    char *huge_id; /* VW_TEST_ECHO_HUGE request id, or NULL */
+    long delay_ms;
+} echo;
+
+typedef struct echo_item {
+    char *request_id;
+    char *value; /* the finished result value */
+    size_t value_len;
+    long runs; /* touched by the executor thread only */
+} echo_item;
+
+static void echo_item_free(vw_processor *p, void *it) {
+    (void)p;
+    echo_item *item = it;
+    if (item) {
+        free(item->request_id);
+        free(item->value);
+        free(item);
+    }
+}
+
+/* {"answers":{qid:{"echo":qid},...},"usage":{"bytes":..,"tokens":..,"sha256":".."}} */
+static vw_status echo_value(const json_t *questions, const vw_record *rec, int64_t tokens,
+                            vw_sbuf *sb, vw_err *err) {
+    char hex[VW_SHA256_HEX];
+    vw_status st = vw_sha256_hex(rec->value ? rec->value : "", rec->value_len, hex, err);
+    if (st)
+        return st;
+    vw_sbuf_puts(sb, "{\"answers\":{");
+    const char *key;
+    json_t *v;
+    size_t i = 0;
+    json_object_foreach((json_t *)questions, key, v) {
+        size_t klen = strlen(key);
+        vw_sbuf_puts(sb, i++ ? "," : "");
+        vw_canon_string(sb, key, klen);
+        vw_sbuf_puts(sb, ":{\"echo\":");
+        vw_canon_string(sb, key, klen);
+        vw_sbuf_puts(sb, "}");
+    }
+    vw_sbuf_printf(sb, "},\"usage\":{\"bytes\":%zu,\"tokens\":%lld,\"sha256\":\"%s\"}}",
+                   rec->value_len, (long long)tokens, hex);
+    return vw_sbuf_status(sb);
+}
+
+static vw_status echo_admit(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err) {
+    (void)p;
+    vw_json_doc *doc = NULL; /* parsed here when the worker did not */
+    vw_json_error jerr;
+    vw_sbuf sb = {0};
+    echo_item *item = NULL;
+    vw_status st = rec->doc ? VW_OK : vw_json_parse(rec->value, rec->value_len, &doc, &jerr);
+    if (st) {
+        st = VW_FAIL(err, st, "echo_parse", "echo: %s at %zu", jerr.msg, jerr.offset);
+        goto done;
+    }
+    const json_t *questions = json_object_get(vw_json_root(rec->doc ? rec->doc : doc), "questions");
+    if (!json_is_object(questions)) {
+        /* The echo's one validation rule, shaped like the contract's 422. */
+        out->finished = true;
+        out->result.vela_status = 422;
+        vw_sbuf_puts(&sb, "{\"status\":422,\"detail\":[{\"loc\":[\"body\",\"questions\"],"
+                          "\"msg\":\"Field required\",\"type\":\"missing\"}]}");
+        out->result.value = vw_sbuf_take(&sb, &out->result.value_len);
+        st = out->result.value ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "echo");
+        goto done;
+    }
+    int64_t tokens = (int64_t)(rec->value_len / 4) + 1;
+    item = calloc(1, sizeof *item);
+    if (!item || !(item->request_id = strdup(rec->request_id))) {
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "echo item");
+        goto done;
+    }
+    if ((st = echo_value(questions, rec, tokens, &sb, err)))
+        goto done;
+    item->value = vw_sbuf_take(&sb, &item->value_len);
+    out->finished = false;
+    out->item = item;
+    out->tokens = tokens;
+    item = NULL;
+done:
+    echo_item_free(p, item);
+    vw_sbuf_free(&sb);
+    vw_json_free(doc);
+    return st;
+}
+
+static void echo_one(echo *e, echo_item *item, vw_result *r) {
+    item->runs++;
+    if (e->retry_id && !strcmp(e->retry_id, item->request_id) && item->runs <= e->retry_n) {
+        r->kind = VW_RESULT_RETRY;
+        VW_FAIL(&r->err, VW_ETRANSIENT, "echo_transient", "echo: run %ld of %ld fails on purpose",
+                item->runs, e->retry_n);
+        return;
+    }
+    size_t len = item->value_len;
+    int huge = e->huge_id && !strcmp(e->huge_id, item->request_id);
+    size_t pad = huge ? (size_t)2 << 20 : 0;
+    /* Huge: {"pad":"xxxx...", <the usual fields>} */
+    r->value = malloc(len + pad + 16);
+    if (!r->value) {
+        r->kind = VW_RESULT_RETRY;
+        VW_FAIL(&r->err, VW_ENOMEM, "out_of_memory", "echo result");
+        return;
+    }
+    if (huge) {
+        size_t n = 0;
+        memcpy(r->value, "{\"pad\":\"", 8);
+        n = 8;
+        memset(r->value + n, 'x', pad);
+        n += pad;
+        memcpy(r->value + n, "\",", 2);
+        n += 2;
+        memcpy(r->value + n, item->value + 1, len - 1);
+        n += len - 1;
+        r->value_len = n;
+    } else {
+        memcpy(r->value, item->value, len);
+        r->value_len = len;
+    }
+    r->value[r->value_len] = 0;
+    r->kind = VW_RESULT_RECORD;
+    r->vela_status = 200;
+}
+
+static void echo_run_batch(vw_processor *p, void *const *items, size_t n, vw_result *results) {
+    echo *e = p->impl;
+    if (e->delay_ms > 0) {
+        struct timespec ts = {e->delay_ms / 1000, (e->delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        echo_one(e, items[i], &results[i]);
+}
+
+static const char *echo_model(vw_processor *p) {
+    (void)p;
+    return "test-echo@0";
+}
+
+static void echo_destroy(vw_processor *p) {
+    echo *e = p->impl;
+    if (e) {
+        free(e->retry_id);
+        free(e->huge_id);
+        free(e);
+    }
+    free(p);
+}
+
+static const vw_processor_ops echo_ops = {
+    .name = "test-echo",
+    .admit = echo_admit,
+    .run_batch = echo_run_batch,
+    .item_free = echo_item_free,
+    .ready = NULL,
+    .model = echo_model,
+    .destroy = echo_destroy,
+};
+
+vw_status vw_echo_processor_new(vw_processor **out, vw_err *err) {
+    *out = NULL;
+    vw_processor *p = calloc(1, sizeof *p);
+    echo *e = calloc(1, sizeof *e);
+    if (!p || !e)
+        goto oom;
+    p->ops = &echo_ops;
+    p->impl = e;
+    const char *retry = getenv("VW_TEST_ECHO_RETRY"), *huge = getenv("VW_TEST_ECHO_HUGE"),
+               *delay = getenv("VW_TEST_ECHO_DELAY_MS");
+    if (retry && *retry) {
+        const char *colon = strrchr(retry, ':');
+        if (!colon || (e->retry_n = strtol(colon + 1, NULL, 10)) < 1) {
+            echo_destroy(p);
+            return VW_FAIL(err, VW_EINVAL, "bad_test_hook", "VW_TEST_ECHO_RETRY=%s: want id:n",
+                           retry);
+        }
+        if (!(e->retry_id = strndup(retry, (size_t)(colon - retry))))
+            goto oom;
+    }
+    if (huge && *huge && !(e->huge_id = strdup(huge)))
+        goto oom;
+    if (delay)
+        e->delay_ms = strtol(delay, NULL, 10);
+    *out = p;
+    return VW_OK;
+oom:
+    if (p && e)
+        echo_destroy(p);
+    else {
+        free(p);
+        free(e);
+    }
+    return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "echo processor");
+}

@@ -1,0 +1,74 @@
+/* item.h — one consumed record on its way to a result, and what may be done
+ * to it: take a processor result, fail it (RETRY/FATAL), free it.
+ *
+ * Ownership: as below ("Owned by whoever holds it"); vw_item_free releases the
+ * processor item too. Thread-safety: an item has one holder at a time (the
+ * Kafka thread, or the executor thread while its batch runs). Errors: the
+ * setters cannot fail (a message that cannot be copied falls back to the type).
+ */
+#ifndef VW_ITEM_H
+#define VW_ITEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "processor.h"
+
+/* One consumed record on its way to a result. Owned by whoever holds it: the
+ * batcher, the executor batch, the retry list, the tracker (READY) or
+ * librdkafka's opaque (PRODUCING, until the delivery report). */
+typedef struct vw_item {
+    vw_processor *proc; /* whose proc_item it holds */
+    int32_t partition;
+    int64_t offset;
+    uint32_t epoch;
+    int64_t timestamp;   /* record timestamp (ms), -1 if none */
+    int64_t admitted_ms; /* monotonic, for queue delay */
+    /* request_id, key and value live in this allocation (data[], one malloc
+     * per record); value is kept for the dead-letter topic. */
+    char *request_id;
+    void *key; /* NULL when the record has none */
+    size_t key_len;
+    void *value;
+    size_t value_len;
+    const char *reply_topic; /* from the allow-list (config-owned) or NULL */
+    void *proc_item;         /* the processor's pending item, or NULL */
+    int64_t tokens;
+    int attempts;   /* RETRY results so far */
+    int64_t due_ms; /* retry list: when to batch again */
+    /* The outcome, set at admission (finished) or from the executor's result
+     * (vw_item_take), or by a failure (vw_item_fail). */
+    vw_result_kind kind;
+    int vela_status; /* RECORD */
+    char *res_value; /* RECORD from a processor: its value, without request_id/source */
+    size_t res_len;
+    vw_header *headers; /* RECORD: the processor's extra headers */
+    size_t n_headers;
+    char type[48];   /* the rejection type the result named (metrics), or why RETRY/FATAL */
+    char *msg;       /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
+    char *out_value; /* produced bytes (owned here until the delivery report) */
+    bool out_inline; /* out_value lives in data[] (a worker-level rejection) */
+    size_t out_len;
+    bool dead_letter; /* produced to the DLQ topic */
+    bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */
+    char data[];      /* request_id NUL key value */
+} vw_item;
+
+/* Items. vw_item_free releases the processor item too; NULL is a no-op. */
+void vw_item_free(vw_item *it);
+/* Moves a processor result into the item (r is left empty). */
+void vw_item_take(vw_item *it, vw_result *r);
+/* Sets the outcome to kind (RETRY or FATAL) with an error type and message,
+ * dropping any result value; also names why a record is dead-lettered. */
+void vw_item_fail(vw_item *it, vw_result_kind kind, const char *type, const char *msg);
+/* The failure message (the type if the message could not be kept). */
+const char *vw_item_msg(const vw_item *it);
+/* Sets the item's type (a rejection's or a failure's), truncated to fit. */
+void vw_item_set_type(vw_item *it, const char *type);
+void vw_item_free_cb(void *it);
+
+/* Appends to a growable item list; false on allocation failure. */
+bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it);
+
+#endif

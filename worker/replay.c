@@ -1,0 +1,105 @@
+/* replay.c — replay of partition ranges for evaluation (see worker.h
+ * vw_worker_replay): assigns the ranges without a group, runs the worker's
+ * loop until every range is consumed and answered, reports progress on stderr.
+ * Results go to the results topic or, one JSON line each, to a file
+ * (producer.c). */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "consumer.h"
+#include "service/clock.h"
+#include "worker_impl.h"
+
+/* Pauses finished partitions; true when every range is consumed. */
+static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t *l) {
+    bool all = true;
+    if (rd_kafka_position(w->consumer, l))
+        return false;
+    for (int i = 0; i < l->cnt; i++) {
+        const vw_range *r = vw_range_of(w, l->elems[i].partition);
+        if (l->elems[i].offset >= r->end) {
+            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(one, w->topic, l->elems[i].partition);
+            rd_kafka_pause_partitions(w->consumer, one);
+            rd_kafka_topic_partition_list_destroy(one);
+        } else {
+            all = false;
+        }
+    }
+    return all;
+}
+
+static void progress(struct vw_worker *w, int64_t t0, bool last) {
+    double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? w->replay_done / secs : 0;
+    size_t left = w->replay_total > w->replay_done ? w->replay_total - w->replay_done : 0;
+    char eta[32] = "?";
+    if (rate > 0)
+        snprintf(eta, sizeof eta, "%.1f s", (double)left / rate);
+    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", w->replay_done,
+            w->replay_total,
+            w->replay_total ? 100.0 * (double)w->replay_done / (double)w->replay_total : 100.0,
+            rate, eta, last ? "\n" : "\r");
+    fflush(stderr);
+}
+
+static vw_status replay_assign(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
+                               vw_err *err) {
+    for (size_t i = 0; i < w->n_ranges; i++) {
+        const vw_range *r = &w->ranges[i];
+        VW_LOG(w->log, VW_LOG_INFO, "replay", "range tp=%s:%d start=%lld end=%lld", w->topic,
+               (int)r->partition, (long long)r->start, (long long)r->end);
+        if (r->start >= r->end)
+            continue;
+        rd_kafka_topic_partition_list_add(l, w->topic, r->partition)->offset = r->start;
+        vw_offsets_assign(w->tracker, w->topic, r->partition, NULL, NULL);
+        w->replay_total += (size_t)(r->end - r->start);
+    }
+    vw_consumer_route(w, l);
+    rd_kafka_resp_err_t e = l->cnt ? rd_kafka_assign(w->consumer, l) : 0;
+    if (e)
+        return VW_FAIL(err, VW_EKAFKA, "kafka_assign", "assign: %s", rd_kafka_err2str(e));
+    return VW_OK;
+}
+
+vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,
+                           const char *results_topic, volatile sig_atomic_t *stop_flag,
+                           vw_err *err) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n_ranges + 1);
+    w->replay = true;
+    w->sink = out;
+    if (results_topic)
+        w->results_topic = results_topic;
+    w->ranges = calloc(n_ranges + 1, sizeof *w->ranges);
+    if (!w->ranges || !l) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "replay ranges");
+    }
+    for (size_t i = 0; i < n_ranges; i++)
+        w->ranges[i] = (vw_range){ranges[i].partition, ranges[i].start, ranges[i].end};
+    w->n_ranges = n_ranges;
+    vw_status st = vw_worker_start(w, err);
+    if (!st)
+        st = replay_assign(w, l, err);
+    int64_t t0 = vw_now_ms(), next_report = t0;
+    while (!st && !*stop_flag && !w->fatal) {
+        vw_worker_step(w);
+        bool done = (!l->cnt || ranges_consumed(w, l)) && vw_worker_idle(w);
+        if (done || vw_now_ms() >= next_report) {
+            progress(w, t0, done);
+            next_report = vw_now_ms() + 1000;
+        }
+        if (done)
+            break;
+    }
+    if (!st && (*stop_flag || w->fatal)) {
+        progress(w, t0, true);
+        st = VW_FAIL(err, w->fatal ? VW_EKAFKA : VW_ETRANSIENT, "replay_stopped",
+                     "replay stopped before the end (%zu of %zu records)", w->replay_done,
+                     w->replay_total);
+    }
+    vw_worker_stop(w);
+    rd_kafka_topic_partition_list_destroy(l);
+    return st;
+}
