@@ -8,12 +8,12 @@
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
  * none): config.json (the tiny fixture's, with the 0.8B backbone_config of
- * qwen35-backbone-spec §1.1), model.safetensors (seeded uniform weights, BF16,
+ * docs/spec/backbone.md §1.1), model.safetensors (seeded uniform weights, BF16,
  * A_log F32, HF-like init ranges), tokenizer.json and calibration.json copied
  * from fixtures/tiny-vela, and MODEL_MANIFEST.json with SHA-256s. A DIR whose
  * manifest names this generator and seed is reused; vw_bundle_open verifies it.
  *
- * Workload: "golden-like" trees (vela-request-spec §5.1 shapes): a 900-1100
+ * Workload: "golden-like" trees (docs/spec/request.md §5.1 shapes): a 900-1100
  * token prefix, five question blocks of 60-160 tokens (option-end and query
  * readouts), two span blocks (labels only: 420-520 tokens; labels plus a
  * 360-token text copy: 760-920 tokens, with word readouts), ~2,900 tokens and
@@ -75,7 +75,7 @@ static size_t pick(rng *r, size_t lo, size_t span) {
 
 /* ---- the random 0.8B bundle ------------------------------------------------ */
 
-/* The Qwen3.5-0.8B text config of qwen35-backbone-spec §1.1. */
+/* The Qwen3.5-0.8B text config of docs/spec/backbone.md §1.1. */
 static json_t *backbone_08b(void) {
     json_t *bc = json_object(), *lt = json_array(), *rope = json_object();
     for (int i = 0; i < 24; i++)

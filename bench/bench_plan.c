@@ -1,7 +1,7 @@
 /* bench_plan.c — planning throughput on one core: admission + tokenization +
  * words + render of a request, with the Qwen3 tokenizer.
  *   bench_plan [REQUEST.json [SECONDS]]
- * Default: the golden request of vela-request-spec §8.1
+ * Default: the golden request of docs/spec/request.md §8.1
  * (fixtures/plan/cases/golden_8_1.req, 1,043 rendered tokens) for 3 s.
  * Prints plans/s and microseconds per plan (wall clock, CLOCK_MONOTONIC). The
  * tokenizer's BPE cache is warm after the first plan, as in a running worker. */

@@ -1,7 +1,7 @@
 /* engine.h — one loaded Vela 2.0 decoder package, end to end: request bytes ->
  * plan (admission + render) -> executor (token trees -> hidden rows) -> heads
- * -> calibrated answers -> the System One envelope (vela-answer-spec §8,
- * worker-contract.md). Shared by `vela-worker score` and the Kafka pipeline.
+ * -> calibrated answers -> the System One envelope (docs/spec/answers.md §8,
+ * docs/contract.md). Shared by `vela-worker score` and the Kafka pipeline.
  *
  * The backbone is injected through an executor factory (executor.h), so core
  * never depends on CUDA: the CPU backbone is the default, the worker passes the

@@ -247,7 +247,7 @@ vw_status upload_weights(cu_model *m, const vw_bundle *b, vw_err *err) {
 }
 
 // RoPE tables for positions 0 .. R-1 with the CPU's vw_rope_tables, so the
-// angles are bit-identical to the reference (spec §6.2).
+// angles are bit-identical to the reference (docs/spec/backbone.md §6.2).
 vw_status upload_rope(cu_model *m, vw_err *err) {
     const size_t R = m->opts.max_tokens, half = m->rot / 2;
     if (!half)

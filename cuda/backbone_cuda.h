@@ -1,6 +1,6 @@
 /* backbone_cuda.h — the CUDA backend of the executor seam (executor.h): the
  * Qwen3.5 hybrid text backbone on one GPU, cuBLAS for the projections and
- * hand-written kernels for everything else (qwen35-backbone-spec §3, §4, §6).
+ * hand-written kernels for everything else (docs/spec/backbone.md §3, §4, §6).
  * The CPU backend (core/model/backbone_cpu.c) is the spec; every kernel names the
  * CPU function it mirrors, and tests/test_cuda_*.c compare the two.
  *
@@ -9,7 +9,7 @@
  *    device in BF16; GEMM inputs are rounded to BF16, products accumulate in
  *    FP32 and come out FP32 (cublasGemmEx, CUBLAS_COMPUTE_32F). Everything
  *    else (residual stream, norms, conv, gates, delta rule, attention) is
- *    FP32 — the R-AMP regime of spec §3.0 with FP32 GEMM outputs.
+ *    FP32 — the R-AMP regime of docs/spec/backbone.md §3.0 with FP32 GEMM outputs.
  *  - VW_CUDA_BF16X2 (FP32-grade answers on tensor cores): BF16 weights as in
  *    BF16 mode, but each GEMM input x is split into hi = bf16(x) and
  *    lo = bf16(x - hi) and the product is W·hi + W·lo (two BF16 GEMMs, FP32
@@ -25,7 +25,7 @@
  *  backend forms them.
  *  batch_invariant (FP32 only) replaces cuBLAS by an in-house fixed-order
  *  FP32 GEMM, so a tree's rows are bit-identical whatever else is in the
- *  batch (cuBLAS picks algorithms, split-K included, by shape; spec §6.2).
+ *  batch (cuBLAS picks algorithms, split-K included, by shape; docs/spec/backbone.md §6.2).
  *
  * Forward: trees are packed into one variable-length batch of rows (all
  * prefixes, then all blocks). Every layer runs the row-wise work (norms,

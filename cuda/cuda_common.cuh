@@ -3,7 +3,7 @@
  *
  * VW_CUDA_TRY(err, call) / VW_CUBLAS_TRY(err, call) evaluate the call and
  * return VW_OK, or fill *err with the stringified call, the CUDA/cuBLAS
- * error name and the file:line, and return VW_ECUDA (style.md). They do not
+ * error name and the file:line, and return VW_ECUDA (docs/style.md). They do not
  * jump: callers write `if (st == VW_OK) st = VW_CUDA_TRY(...)` or goto done.
  * VW_CUDA_LAUNCHED(err, "name") is the cudaGetLastError check after every
  * kernel launch. Thread-safety: pure functions.

@@ -1,5 +1,5 @@
 // delta_rule.cu — the chunked gated delta rule (chunk 64) on the GPU, FP32
-// throughout (qwen35-backbone-spec §4.1; CPU reference: vw_gdn_chunked and
+// throughout (docs/spec/backbone.md §4.1; CPU reference: vw_gdn_chunked and
 // chunk_head in core/model/delta_rule.c, which this follows step by step).
 //
 // Work split: one thread block per (sequence, 32-wide slice of value columns,
@@ -11,7 +11,7 @@
 //   U = beta V, W = beta e^c K; (I + L) U' = U, (I + L) W' = W (forward subst.)
 //   V_new = U' - W' S;  O = (Q e^c) S + P V_new
 //   S = e^{c_last} S + (K e^{c_last - c})^T V_new
-// K·Kᵀ, Q·Kᵀ, the inverse and the state stay FP32 (spec §4.4: lower
+// K·Kᵀ, Q·Kᵀ, the inverse and the state stay FP32 (docs/spec/backbone.md §4.4: lower
 // precision there flipped decisions in system1-omni). Every dot product is a
 // plain loop in index order, so results do not depend on the launch or on
 // the other sequences of the batch. The W' solve is redone by every column

@@ -1,7 +1,7 @@
 // gemm.cu — Y[T,N] (+)= X[T,K] W[N,K]^T, the PyTorch Linear of every projection
 // (CPU reference: vw_linear in core/model/ops_cpu.c). Three engines:
 //  - BF16: X rounded to BF16 into scratch, W stored BF16, cublasGemmEx with FP32
-//    accumulation and FP32 output (spec §6.1 mapping: OP_T on W, OP_N on X).
+//    accumulation and FP32 output (docs/spec/backbone.md §6.1 mapping: OP_T on W, OP_N on X).
 //  - BF16X2: as BF16, twice: X = hi + lo with hi = bf16(X), lo = bf16(X - hi);
 //    Y = W hi (+ beta Y), then Y += W lo. W is exact in BF16 (the bundle stores
 //    it so), so only lo's own rounding (~2^-17 relative) and FP32

@@ -1,9 +1,9 @@
 // norm.cu — the RMSNorm family of the CUDA backbone (CPU reference:
 // vw_rmsnorm in core/model/ops_cpu.c, its uses in core/model/backbone_layers.c):
 //  - add_rmsnorm: the residual add fused with the next zero-centred norm
-//    (weights stored as 1 + w), spec §3.2/§3.3, S1-N add_rms_norm;
-//  - gated_rmsnorm: the DeltaNet output norm times silu(z), spec §3.5 step 9;
-//  - attn_prep: q/k per-head norm + partial rotate-half RoPE, spec §3.4 1-4.
+//    (weights stored as 1 + w), docs/spec/backbone.md §3.2/§3.3, S1-N add_rms_norm;
+//  - gated_rmsnorm: the DeltaNet output norm times silu(z), docs/spec/backbone.md §3.5 step 9;
+//  - attn_prep: q/k per-head norm + partial rotate-half RoPE, docs/spec/backbone.md §3.4 1-4.
 // Sums of squares accumulate in double, as the CPU does, in a fixed
 // lane/warp order, so a row's result never depends on the batch.
 #include "kernels.cuh"

@@ -82,7 +82,7 @@ vw_status vw_cuda_op_conv_silu(const float *x, const float *w, size_t C, size_t 
                                const vw_cuda_seg *segs, size_t n_segs, size_t rows, float *y,
                                vw_err *err);
 
-/* Attention prep of spec §3.4 steps 1-4: proj [rows, Hq*2*hd + Hk*hd] holds
+/* Attention prep of docs/spec/backbone.md §3.4 steps 1-4: proj [rows, Hq*2*hd + Hk*hd] holds
  * per q head [query | gate] then the k heads; q/k heads are RMS-normed with
  * qn/kn (1 + weight, [hd]) and rotated on the first `rot` dims at position
  * seg.pos0 + (row - seg.start) (theta, tables as vw_rope_tables). Q: [rows,
@@ -92,7 +92,7 @@ vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *
                                size_t rows, size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
                                vw_err *err);
 
-/* Gated causal GQA attention (spec §3.4 steps 5-6): query row r of sequence s
+/* Gated causal GQA attention (docs/spec/backbone.md §3.4 steps 5-6): query row r of sequence s
  * attends to s's parent rows, then to s's rows up to r; query head h reads KV
  * head h / (Hq/Hk); scale hd^-0.5. Q: [rows, Hq, hd], K, V: [rows, Hk, hd],
  * gate: [rows, Hq, hd] or NULL; O: [rows, Hq, hd] = softmax(QK^T)V * sigmoid(gate). */

@@ -1,4 +1,4 @@
-/* test_answers.c — raw logits to answer values (vela-answer-spec §4, §6.6, §7.1,
+/* test_answers.c — raw logits to answer values (docs/spec/answers.md §4, §6.6, §7.1,
  * fixture §9.1 [T-ANS]). Expected values: the spec's digits, or NumPy float64 /
  * float32 as the reference computes them. */
 #include <criterion/criterion.h>

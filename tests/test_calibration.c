@@ -1,5 +1,5 @@
 /* test_calibration.c — calibration.json parsing, thresholds, PII rule, Noul
- * calibration and the float64 arithmetic (vela-answer-spec §4, §9.1, §9.2). */
+ * calibration and the float64 arithmetic (docs/spec/answers.md §4, §9.1, §9.2). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>

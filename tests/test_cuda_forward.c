@@ -5,12 +5,12 @@
  *  - BF16 mode: the worst drift against the CPU is printed; the test fails only
  *    on non-finite rows or a relative RMS error above 0.2 (a broken layout gives
  *    O(1); the CPU emulator measures 0.05 here); the acceptance criterion for serving is on head
- * outputs, not on hidden rows: probabilities within 0.02 of the CPU FP32 path (spec §6.3, §6.4),
- * checked once the heads consume GPU rows;
+ * outputs, not on hidden rows: probabilities within 0.02 of the CPU FP32 path
+ * (docs/spec/backbone.md §6.3, §6.4), checked once the heads consume GPU rows;
  *  - tree batching: with batch_invariant, a batch of trees gives each tree's
  *    rows bit for bit as that tree run alone; the same comparison is printed
  *    (not asserted) for cuBLAS FP32 and BF16, whose GEMMs may pick other
- *    kernels for other shapes (spec §6.2);
+ *    kernels for other shapes (docs/spec/backbone.md §6.2);
  *  - limits: a batch over max_tokens/max_trees is VW_ETRANSIENT and leaves the
  *    executor usable; malformed trees are VW_EINVAL; bad options are refused.
  * Skipped (cr_skip_test) without a CUDA device or a CUDA build.

@@ -5,7 +5,7 @@
  * two envelopes are walked together:
  *  - bf16_probabilities: CUDA in BF16 (the serving mode). Every probability
  *    (keys "probability", "probabilities", "confidence", "abstain_probability")
- *    within 0.02 of the FP32 path (qwen35-backbone-spec §6.4, as S1-DV); the
+ *    within 0.02 of the FP32 path (docs/spec/backbone.md §6.4, as S1-DV); the
  *    worst difference, where it was seen, and the decisions that differ
  *    (choice picks, set selections, spans found by one side only: span lists
  *    are matched by start, end and label) are printed per case, not asserted: a

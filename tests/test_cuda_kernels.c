@@ -6,7 +6,7 @@
  * vs tree sums); GEMMs 1e-5 + 1e-5|ref| at K <= 100 (different summation
  * order); attention 2e-5 absolute vs a float64 reference (online vs two-pass
  * softmax); the delta rule 2e-5 + 2e-4|ref| vs the CPU chunked form and
- * 1e-4 + 1e-3|ref| vs the token recurrence (spec §4.4: chunked and recurrent
+ * 1e-4 + 1e-3|ref| vs the token recurrence (docs/spec/backbone.md §4.4: chunked and recurrent
  * forms differ by ~1e-6 relative in FP32; these bounds leave room for chunk
  * sums of 64 terms without hiding an indexing error, which shows up at O(1)).
  * Packing checks (several sequences in one launch) are bit-exact.

@@ -13,7 +13,7 @@
  *    reference's own hidden rows (fixtures/answers/hidden.bin, looked up by the
  *    SHA-256 of each block's prefix + ids, so a plan that differs from the
  *    reference's fails here): heads + calibration + decoding + envelope within
- *    1e-6 absolute (vela-answer-spec: FP32 heads, FP64 calibration).
+ *    1e-6 absolute (docs/spec/answers.md: FP32 heads, FP64 calibration).
  *  - goldens: the whole path with the CPU backbone. Its FP32 rows differ from
  *    transformers' FP32 rows by ~1e-5 (test_backbone bar 1e-4), which moves the
  *    probabilities by a few 1e-6 (the recipe itself moves them by 1.5e-6 when its

@@ -1,4 +1,4 @@
-/* test_fit.c — the truncation order (vela-request-spec §7.2 vectors and
+/* test_fit.c — the truncation order (docs/spec/request.md §7.2 vectors and
  * boundaries: exactly at the budget and one over). */
 #include <criterion/criterion.h>
 

@@ -1,5 +1,5 @@
 /* test_heads.c — CandidateHead and SpanHeadV2 against PyTorch FP32 goldens
- * (fixtures/heads/, made by tools/make_head_goldens.py; vela-answer-spec §3, §5). */
+ * (fixtures/heads/, made by tools/make_head_goldens.py; docs/spec/answers.md §3, §5). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>

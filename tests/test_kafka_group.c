@@ -2,7 +2,7 @@
  * broker`: a second worker joining and leaving while requests keep arriving (no
  * loss, duplicates bounded), and SIGTERM draining in-flight work (no loss, no
  * duplicates once a successor finishes the topic). Timings follow
- * kafka-worker-anchors.md §1.5 (session.timeout.ms 6000 in the harness). */
+ * docs/kafka-notes.md §1.5 (session.timeout.ms 6000 in the harness). */
 /* No .timeout on these tests: Criterion 2.4.1 leaks 48 bytes (LeakSanitizer)
  * when timed tests run in parallel (ctest passes --jobs 2); every wait in the
  * harness is bounded instead, and CTest has its own timeout. */

@@ -1,5 +1,5 @@
 /* test_rejections.c — every row of docs/rejections.md: the status and the exact
- * (loc, msg, type) detail of a request that exercises it (worker-contract
+ * (loc, msg, type) detail of a request that exercises it (docs/contract.md
  * Decisions 1, 4, 5). Rows that stay inside a 200 (per-question errors) are
  * checked both alone (the request then has no valid question: 422) and next
  * to a valid question (200, the error kept on its entry). */

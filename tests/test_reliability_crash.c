@@ -64,7 +64,7 @@ static vw_rel_report crash_and_recover(const char *name, const char *spec, size_
         cr_assert_geq(vw_kh_count_log(&w, "record left unanswered and uncommitted"), 1,
                       "%s: the refused record took the abandon path", spec);
     /* The dead member stays in the group until its session times out
-     * (anchors §5.2): a successor started earlier may get no assignment. */
+     * (docs/kafka-notes.md §5.2): a successor started earlier may get no assignment. */
     vw_kh_sleep_ms(SESSION_WAIT_MS);
     int64_t t0 = vw_kh_now_ms();
     cr_assert_eq(vw_kh_worker_start("successor", cfg, env_extra, &w), 0);

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define TOPICS "requests:4,results:4,requests.dlq:1"
-/* Kafka protocol numbers (anchors §1.1: not in librdkafka's installed headers). */
+/* Kafka protocol numbers (docs/kafka-notes.md §1.1: not in librdkafka's installed headers). */
 enum {
     API_PRODUCE = 0,
     API_OFFSET_COMMIT = 8,

@@ -1,5 +1,5 @@
 /* test_render.c — the decoder layout with the spec's 1-char-per-token
- * tokenizer (vela-request-spec §5.1 worked example), budget cuts (§7.3),
+ * tokenizer (docs/spec/request.md §5.1 worked example), budget cuts (§7.3),
  * max_length_exceeded / 413 (Decision 1), span windows (§7.4), readout order
  * for the executor. Token positions equal code points here, so every
  * expectation is written as text. */

@@ -1,5 +1,5 @@
 /* test_request.c — admission: state -> typed parts, question forms, over,
- * presets, span-head dispatch (vela-request-spec §1.2–§3.5 test vectors). */
+ * presets, span-head dispatch (docs/spec/request.md §1.2–§3.5 test vectors). */
 #include <criterion/criterion.h>
 #include <string.h>
 

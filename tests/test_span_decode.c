@@ -1,5 +1,5 @@
 /* test_span_decode.c — span decoder, units, trims, sparse gate, clipping and
- * window averaging (vela-answer-spec §4.6, §6, §7.1, fixtures §9.3). */
+ * window averaging (docs/spec/answers.md §4.6, §6, §7.1, fixtures §9.3). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>

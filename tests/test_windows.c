@@ -1,4 +1,4 @@
-/* test_windows.c — decoder span windows (vela-request-spec §7.4). */
+/* test_windows.c — decoder span windows (docs/spec/request.md §7.4). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 

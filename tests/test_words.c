@@ -1,6 +1,6 @@
 /* test_words.c — `_WORD` units against Python `re` (fixtures/words, made by
  * tools/make_words_vectors.py), Decision 7's CJK extras, the spec vectors and
- * the first-token mapping (vela-request-spec §6.4, answer spec §6.2–6.3). */
+ * the first-token mapping (docs/spec/request.md §6.4, docs/spec/answers.md §6.2–6.3). */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@ request bytes -> plan (tools/make_plan_goldens.py, the Python reference of
 admission / render / budget / windows) -> backbone (transformers Qwen3.5 text
 model from the bundle's weights, FP32, each block run as `prefix + block`) ->
 heads (torch FP32, tools/make_head_goldens.py) -> calibration and span decoding
-(vela-answer-spec §4, §6; float64, float32 decoder comparisons) -> the System
+(docs/spec/answers.md §4, §6; float64, float32 decoder comparisons) -> the System
 One envelope (§8, the runtime family's key order) or the rejection record.
 
 Bundles: fixtures/tiny-vela, and fixtures/answers/tiny-small = the same files
@@ -295,7 +295,7 @@ def _surrogates(v) -> bool:
 
 
 def worker_check(body: bytes, limit: int):
-    """The worker's record checks (worker/admit_record.h, worker-contract Decision 4):
+    """The worker's record checks (worker/admit_record.h, docs/contract.md Decision 4):
     size, then Python's json.loads(bytes) (UTF-8 with surrogatepass; the error
     offset in bytes), unpaired surrogates, a top-level object. None = admitted."""
     def reject(status, loc, msg, kind):

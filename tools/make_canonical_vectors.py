@@ -6,7 +6,7 @@ fixtures/canonical/docs.jsonl ({"in": JSON text, "out": canonical JSON}), with
 a sidecar fixtures/canonical/SOURCE.json naming this recipe and the Python
 version. Deterministic: random.Random(20260417).
 Canonical = json.dumps(v, ensure_ascii=False, sort_keys=True,
-separators=(",", ":"), allow_nan=False) (vela-request-spec §1.3).
+separators=(",", ":"), allow_nan=False) (docs/spec/request.md §1.3).
 """
 import json
 import math

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden logits for core/answers/heads.c: CandidateHead and SpanHeadV2 in PyTorch FP32.
 
-An independent PyTorch implementation written from vela-answer-spec §3 and §5
+An independent PyTorch implementation written from docs/spec/answers.md §3 and §5
 (not the reference runtime's modules): seeded random weights under the
 packages' tensor names at hidden 64 (d 256, 64 label slots), random hidden rows,
 and the logits the heads give. Writes
@@ -153,7 +153,7 @@ def main() -> None:
         "format": "vw-head-goldens",
         "version": VERSION,
         "recipe": "tools/make_head_goldens.py",
-        "spec": "vela-answer-spec §3 CandidateHead, §5 SpanHeadV2 (FP32)",
+        "spec": "docs/spec/answers.md §3 CandidateHead, §5 SpanHeadV2 (FP32)",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "numpy": np.__version__},
         "seed": SEED,

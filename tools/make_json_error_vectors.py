@@ -6,7 +6,7 @@ Writes fixtures/json_errors/cases.jsonl, one case per line:
    "object": <top level is an object>, "offset": <byte offset or null>,
    "msg": <Python's message or null>}
 and a sidecar fixtures/json_errors/SOURCE.json naming this recipe and the
-Python version. The rules are the worker's (worker-contract.md Decision 4,
+Python version. The rules are the worker's (docs/contract.md Decision 4,
 docs/worker.md): a UTF-8 BOM is refused with json.loads(str)'s message; bytes
 are decoded as UTF-8 with errors='surrogatepass' (what json.loads(bytes) does
 for UTF-8); a surrogate left in any string after parsing is "surrogate".

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """make_plan_goldens.py — golden token plans for tests/test_plan_golden.c.
 
-An independent Python reference of the request side (vela-request-spec §1–§8,
-worker-contract Decisions 1–8, answer spec §4.9/§6.2–6.3): admission with the
+An independent Python reference of the request side (docs/spec/request.md §1–§8,
+docs/contract.md Decisions 1–8, docs/spec/answers.md §4.9/§6.2–6.3): admission with the
 (loc, msg, type) triples of docs/rejections.md, typed parts, questions,
 presets, span-head dispatch, rows, the decoder layout of §5.1 with HF
 `tokenizers` (add_special_tokens=False, every piece on its own), the budget of
@@ -49,7 +49,7 @@ PII_TYPES = ["AGE", "CREDIT_CARD", "DATE_TIME", "DOMAIN_NAME", "EMAIL_ADDRESS", 
 
 
 def calibration(broad: bool) -> dict:
-    """The reference test fixture's calibration (synthetic values, answer spec §4.7)."""
+    """The reference test fixture's calibration (synthetic values, docs/spec/answers.md §4.7)."""
     value = {
         "temperature": {"choice": 1.3, "score": 1.1, "set": 1.05, "span": 0.4},
         "thresholds": {"set:*": 0.3, "span:toxic": 0.1, "span:halu": 0.55, "span:*": 0.5},
@@ -485,7 +485,7 @@ WORD = re.compile(
 
 
 def words_of(text, offsets):
-    """[(start, end, first_token)] of the words some token overlaps (§6.3)."""
+    """[(start, end, first_token)] of the words some token overlaps (docs/spec/answers.md §6.3)."""
     out, reach, run = [], [], -1
     for s, e in offsets:
         if e > s:

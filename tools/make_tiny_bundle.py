@@ -4,21 +4,21 @@
 Default: the committed test bundle fixtures/tiny-vela/ (hidden 64, 8 layers =
 2 x [L,L,L,F], 4 query heads over 1 KV head (head_dim 32, rotary 8), GDN 2 key
 heads / 4 value heads of width 32 so the grouped v-head -> k-head rule of
-qwen35-backbone-spec §3.5 is exercised, SwiGLU 224).
+docs/spec/backbone.md §3.5 is exercised, SwiGLU 224).
 `--shape 0.8b --out DIR` writes a Qwen3.5-0.8B-shaped package (hidden 1024,
 24 layers, 248,320 embedding rows) for benchmarks; never commit that one.
 
-Layout (vela-answer-spec §1): config.json (model_type vela2-decoder,
+Layout (docs/spec/answers.md §1): config.json (model_type vela2-decoder,
 backbone_config, head_dim, span_head, max_length 16384, span_layout),
 model.safetensors.index.json + model-0000k-of-00002.safetensors (backbone
 under `backbone.`, candidate head `head.*`, `set_bias`, router span head
 `span2.*`), broad_head.safetensors (`span_broad.*`), calibration.json (every
-key of answer spec §4.1), tokenizer.json (a byte-level BPE trained here with
+key of docs/spec/answers.md §4.1), tokenizer.json (a byte-level BPE trained here with
 the Qwen3.5 split regex, NFC, and the 33 Qwen3.5 added tokens),
 MODEL_MANIFEST.json (files_sha256 + provenance) and SHA256SUMS.
 
 dtypes: backbone BF16 except linear_attn.A_log (F32), like stock Qwen3.5
-checkpoints (qwen35-backbone-spec §2); heads F32. The recipe is seeded and
+checkpoints (docs/spec/backbone.md §2); heads F32. The recipe is seeded and
 byte-identical on re-run. It prints every file it wrote with its SHA-256.
 """
 import argparse
@@ -41,13 +41,13 @@ from tokenizers import pre_tokenizers, processors, trainers
 SEED = 20260501
 RECIPE = "tools/make_tiny_bundle.py"
 
-# qwen35-backbone-spec §5 (Qwen3.5 pre-tokenizer regex).
+# docs/spec/backbone.md §5 (Qwen3.5 pre-tokenizer regex).
 QWEN35_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
     r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 
-# The 33 Qwen3.5 added tokens in id order (qwen35-backbone-spec §5; the audio
+# The 33 Qwen3.5 added tokens in id order (docs/spec/backbone.md §5; the audio
 # names follow the public Qwen3.5/3.6 tokenizer configs). special=True ones are
 # "special" in tokenizers' sense, like the released tokenizer.json.
 ADDED = [
@@ -88,14 +88,14 @@ SHAPES = {
                  linear_num_key_heads=2, linear_num_value_heads=4,
                  linear_key_head_dim=32, linear_value_head_dim=32,
                  mrope_section=[2, 1, 1], vocab_rows=None, bpe_vocab=1536),
-    # Qwen3.5-0.8B (qwen35-backbone-spec §1.1).
+    # Qwen3.5-0.8B (docs/spec/backbone.md §1.1).
     "0.8b": dict(hidden_size=1024, num_hidden_layers=24, intermediate_size=3584,
                  num_attention_heads=8, num_key_value_heads=2, head_dim=256,
                  linear_num_key_heads=16, linear_num_value_heads=16,
                  linear_key_head_dim=128, linear_value_head_dim=128,
                  mrope_section=[11, 11, 10], vocab_rows=248320, bpe_vocab=1536),
 }
-HEAD_D, HEAD_SLOTS = 256, 64  # answer spec §1.1: d = 256, S = 64
+HEAD_D, HEAD_SLOTS = 256, 64  # docs/spec/answers.md §1.1: d = 256, S = 64
 
 WORDS = """the a of and to in is was for on that with as by at from it this be are
 which not or have an they one you all were we her she he can there their has more

@@ -2,7 +2,8 @@
 """make_tokenizer_goldens.py — tokenizer fixtures and goldens for tests/test_tokenizer.c.
 
 Writes, under fixtures/tokenizers/:
-  qwen3/tokenizer.json, LICENSE, SOURCE.md   copied from /work/shared/tokenizers/qwen3
+  qwen3/tokenizer.json, LICENSE, SOURCE.md   committed; copied again from
+                                             /work/shared/tokenizers/qwen3 where it exists
   qwen35-mini/tokenizer.json                 a byte-level BPE trained here (BpeTrainer,
                                              seeded corpus, vocab 3000) with the Qwen3.5
                                              split regex (the one with \\p{M}), NFC,
@@ -56,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "fixtures" / "tokenizers"
 SHARED_QWEN3 = Path("/work/shared/tokenizers/qwen3")
 
-# qwen35-backbone-spec §5: the Qwen3.5 split regex (letters absorb \p{M}).
+# docs/spec/backbone.md §5: the Qwen3.5 split regex (letters absorb \p{M}).
 QWEN35_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"
     r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -457,11 +458,14 @@ def main():
     rng = random.Random(SEED)
     qdir, mdir = OUT / "qwen3", OUT / "qwen35-mini"
     qdir.mkdir(parents=True, exist_ok=True)
-    for name in ("tokenizer.json", "LICENSE"):
-        shutil.copyfile(SHARED_QWEN3 / name, qdir / name)
-        print(f"copied {qdir.relative_to(ROOT) / name} sha256 {sha256(qdir / name)}")
-    write(qdir / "SOURCE.md", (SHARED_QWEN3 / "SOURCE.md").read_text() +
-          f"\nCopied from {SHARED_QWEN3} by {RECIPE} (test fixture).\n")
+    # The Qwen3 tokenizer is committed under fixtures/ (its SOURCE.md names
+    # where it came from); it is copied again only where that source exists.
+    if SHARED_QWEN3.is_dir():
+        for name in ("tokenizer.json", "LICENSE"):
+            shutil.copyfile(SHARED_QWEN3 / name, qdir / name)
+            print(f"copied {qdir.relative_to(ROOT) / name} sha256 {sha256(qdir / name)}")
+        write(qdir / "SOURCE.md", (SHARED_QWEN3 / "SOURCE.md").read_text() +
+              f"\nCopied from {SHARED_QWEN3} by {RECIPE} (test fixture).\n")
 
     mini = train_mini(rng)
     write(mdir / "tokenizer.json", mini.to_str(pretty=True) + "\n")

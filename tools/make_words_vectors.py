@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Word-unit vectors for tests/test_words.c: Python `re` (IGNORECASE) runs the
-release's `_WORD` pattern (vela-request-spec §6.4, worker-contract Decision 7)
+release's `_WORD` pattern (docs/spec/request.md §6.4, docs/contract.md Decision 7)
 over fixed and seeded random texts. Writes fixtures/words/words.jsonl
 ({"text": str, "words": [[start, end], ...]} code points) and SOURCE.json.
 Deterministic: random.Random(7)."""

@@ -19,7 +19,7 @@ was seen, and the number of decisions that differ (strings, booleans, keys,
 list lengths, spans found on one side only: span lists are matched by start,
 end and label; other numbers are not compared).
 
-Cua-S1's contract (qwen35-backbone-spec §6.3, S1-CU) bounds a native BF16
+Cua-S1's contract (docs/spec/backbone.md §6.3, S1-CU) bounds a native BF16
 runtime by 2 x (BF16-reference vs FP32-reference difference) + 0.01; the
 printed `s1cu_bound` is that figure for these cases.
 

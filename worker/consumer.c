@@ -269,7 +269,7 @@ void vw_consumer_commit(struct vw_worker *w, bool sync) {
 
 /* ---- rebalance ------------------------------------------------------------ */
 
-/* Revoke (style.md "State and threads"): stop scheduling the partitions, let
+/* Revoke (docs/style.md "State and threads"): stop scheduling the partitions, let
  * what is in flight finish for at most delivery.revoke_wait_ms, commit what is
  * contiguous and acknowledged, then forget them. A lost assignment commits
  * nothing (another member may own the partitions already). */

@@ -1,6 +1,6 @@
 /* offsets.h — per-partition delivery order and commit tracker.
  *
- * The worker's commit rule (worker-contract.md "Delivery guarantees"): a
+ * The worker's commit rule (docs/contract.md "Delivery guarantees"): a
  * partition's offset is committed only when the result of that record and of
  * every earlier record of the partition was acknowledged by the broker. Results
  * of one partition are also produced in input order, whatever order the

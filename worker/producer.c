@@ -77,7 +77,7 @@ static void abandon(struct vw_worker *w, vw_item *it, const char *why) {
 }
 
 /* Gives up on a record that has no way out: logs, counts and acknowledges it so
- * the partition keeps moving (worker-contract "Delivery guarantees"). */
+ * the partition keeps moving (docs/contract.md "Delivery guarantees"). */
 static void drop(struct vw_worker *w, vw_item *it, const char *why) {
     VW_LOG(w->log, VW_LOG_ERROR, "producer",
            "record dropped: neither a result nor a dead letter could be produced "

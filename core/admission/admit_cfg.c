@@ -92,7 +92,7 @@ static vw_status read_config(vw_admit_cfg *cfg, const char *text, size_t len, vw
             (st = get_int(doc, layout, "window_above", false, &above, "span_layout", err)))
             goto done;
         /* The runtime refuses a layout that windows other targets than it
-         * does not repeat (vela-request-spec §9.9). */
+         * does not repeat (docs/spec/request.md §9.9). */
         if (above != -1 && above != cfg->hybrid_rmax) {
             st = VW_FAIL(err, VW_EINVAL, "bad_config",
                          "config.json: span_layout.window_above must equal hybrid_rmax");

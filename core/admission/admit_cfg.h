@@ -1,7 +1,7 @@
 /* admit_cfg.h — what admission and rendering read from a model bundle directory:
  * config.json (max_length, span_layout), calibration.json (presets' schemas,
  * pii_types, broad_head.router_label_sets, halu description) and whether
- * broad_head.safetensors exists (worker-contract Decision 3). No weights.
+ * broad_head.safetensors exists (docs/contract.md Decision 3). No weights.
  *
  * Ownership: vw_admit_cfg_load / _parse return a cfg the caller frees with
  * vw_admit_cfg_free; the json_t pointers inside are borrowed from cfg->cal.

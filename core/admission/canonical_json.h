@@ -1,5 +1,5 @@
 /* canonical_json.h — Python json.dumps(ensure_ascii=False, sort_keys=True,
- * separators=(",", ":"), allow_nan=False), byte for byte (vela-request-spec §1.3),
+ * separators=(",", ":"), allow_nan=False), byte for byte (docs/spec/request.md §1.3),
  * written into a vw_sbuf (util/sbuf.h, which also holds the string escaping).
  *
  * Rules: object keys sorted by code point (UTF-8 byte order); non-ASCII written

@@ -1,5 +1,5 @@
 /* errlist.h — (loc, msg, type) triples: the `detail` of a rejection and the
- * reason of a per-question error (worker-contract "Decisions" 5).
+ * reason of a per-question error (docs/contract.md Decision 5).
  *
  * A loc is a flat path rooted at "body": string segments (field names,
  * question IDs) and integer segments (list indices, byte offsets).

@@ -1,7 +1,7 @@
 /* json_in.h — JSON input with Python json.loads fidelity, on top of jansson.
  *
  * Purpose: parse a request body (or a calibration/config file, or the JSON text
- * inside a string state) the way Python's json.loads does (worker-contract
+ * inside a string state) the way Python's json.loads does (docs/contract.md
  * Decision 4), keeping what canonical JSON needs: object key order, the
  * integer/float distinction of every number and integers of any size.
  *

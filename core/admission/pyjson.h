@@ -1,7 +1,7 @@
 /* pyjson.h — the one JSON front door: Python json.loads(bytes) acceptance with
  * CPython 3.11's messages and byte offsets, and the 413/400 rejection rows
  * every entry point answers with (the worker, `score`, `plan`;
- * docs/rejections.md R1-R9, worker-contract Decision 4).
+ * docs/rejections.md R1-R9, docs/contract.md Decision 4).
  *
  * The checker decides, in one pass over the bytes, what json.loads would do:
  * the 'utf-8' codec with errors='surrogatepass' (so UTF-8-encoded surrogates

@@ -1,6 +1,6 @@
 /* questions.c — question validation in the reference's walk order (see
  * questions.h). Owns every per-question message, its loc and its type; never
- * renders. Messages follow the newest runtime wording (vela-request-spec §1.5);
+ * renders. Messages follow the newest runtime wording (docs/spec/request.md §1.5);
  * field sets follow Decision 2 (no choices/levels/labels/overflow). */
 #include "questions.h"
 

@@ -1,5 +1,5 @@
 /* questions.h — one System One / Vela question validated into the engine's form
- * (vela-request-spec §1.4, §1.5, §3.2–3.5; worker-contract Decisions 2, 3, 5).
+ * (docs/spec/request.md §1.4, §1.5, §3.2–3.5; docs/contract.md Decisions 2, 3, 5).
  *
  * Types: choice, noul (a two-option choice no/yes with default texts), score
  * (levels as options), set, span; presets pii / halu / relevance when the
@@ -85,7 +85,7 @@ void vw_question_free(vw_question *q);
 /* The role a span question reads (its only role). */
 vw_role vw_question_span_role(const vw_question *q);
 
-/* Span head dispatch (§3.5 / answer spec §4.9). alias: render the single label
+/* Span head dispatch (§3.5 / docs/spec/answers.md §4.9). alias: render the single label
  * as `unsupported` (with the halu description) and answer under the caller's. */
 typedef struct vw_route {
     vw_head head;

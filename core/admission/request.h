@@ -1,7 +1,7 @@
 /* request.h — admission of one System One request: bytes in, either a
  * validated request (state parts + questions in order, invalid ones carrying
  * their error) or a rejection (HTTP-style status + every (loc, msg, type)
- * problem, worker-contract Decisions 4 and 5; table in docs/rejections.md).
+ * problem, docs/contract.md Decisions 4 and 5; table in docs/rejections.md).
  *
  * Walk order: body size, JSON, top-level object, model, state, questions map;
  * the per-question walk runs only when the state and the map are usable;

@@ -1,4 +1,4 @@
-/* state.h — a System One state as typed parts (vela-request-spec §1.2).
+/* state.h — a System One state as typed parts (docs/spec/request.md §1.2).
  *
  * Roles are always emitted in the order user, context, answer. A string state
  * whose stripped form starts with '{' and parses to an object is read as that

@@ -1,5 +1,5 @@
 /* answers.c — head logits to per-question answer values (see answers.h;
- * vela-answer-spec §4, §6.6, §8.2). Never formats JSON. */
+ * docs/spec/answers.md §4, §6.6, §8.2). Never formats JSON. */
 #include "answers.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* answers.h — one question's answer values from its head logits: picks,
  * probabilities, confidences, thresholds and span lists as C structs
- * (vela-answer-spec §4, §6.6, §8.2). The JSON envelope is built from these
+ * (docs/spec/answers.md §4, §6.6, §8.2). The JSON envelope is built from these
  * elsewhere (labels and legends by index; the alias map and canonical JSON are
  * the envelope's).
  *

@@ -1,5 +1,5 @@
 /* calibration.c — calibration.json and the float64 answer arithmetic (see
- * calibration.h; vela-answer-spec §4). Never decodes spans or formats JSON. */
+ * calibration.h; docs/spec/answers.md §4). Never decodes spans or formats JSON. */
 #include "calibration.h"
 #include "util/pairwise_sum.h"
 

@@ -1,5 +1,5 @@
 /* calibration.h — a Vela 2.0 package's calibration.json and the float64 answer
- * arithmetic that uses it (vela-answer-spec §4).
+ * arithmetic that uses it (docs/spec/answers.md §4).
  *
  * Owns: parsing calibration.json (every key the answer side reads: temperature,
  * thresholds, pii_types, pii_length_rule, pii_buckets, pii_sparse_gate,
@@ -98,7 +98,7 @@ double vw_cal_temperature(const vw_cal *cal, vw_cal_type type);
  * VW_EINVAL "calibration_missing_key" for BROAD without a broad_head block. */
 vw_status vw_cal_span_temperature(const vw_cal *cal, vw_span_head_kind head, double *out,
                                   vw_err *err);
-/* True when calibration.json has a non-empty broad_head block (worker-contract
+/* True when calibration.json has a non-empty broad_head block (docs/contract.md
  * Decision 3 also needs broad_head.safetensors; the bundle checks that). */
 bool vw_cal_has_broad(const vw_cal *cal);
 /* The default of the optional Noul calibration (noul_calibration.default, false

@@ -1,5 +1,5 @@
 /* envelope.h — the System One response envelope of one planned and answered
- * request (vela-answer-spec §8, worker-contract.md "Result record").
+ * request (docs/spec/answers.md §8, docs/contract.md "Result record").
  *
  * Key order: answers, usage, then spans, span_heads, sets, thresholds when
  * present (the runtime family's order). Inside answers, entries follow the

@@ -1,5 +1,5 @@
 /* heads.c — CandidateHead and SpanHeadV2 in FP32 over OpenBLAS (see heads.h;
- * vela-answer-spec §3, §5). Reads hidden rows the executor produced; never
+ * docs/spec/answers.md §3, §5). Reads hidden rows the executor produced; never
  * calibrates or decodes. */
 #include "heads.h"
 

@@ -1,4 +1,4 @@
-/* heads.h — the decoder readout heads in FP32 (vela-answer-spec §1.1, §3, §5).
+/* heads.h — the decoder readout heads in FP32 (docs/spec/answers.md §1.1, §3, §5).
  *
  * CandidateHead (Choice, Noul, Score, Set): option-endpoint rows and the block's
  * query row -> one logit per option ([ABS] last when the block shows it):
@@ -89,7 +89,7 @@ vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t 
                               const float *query, bool is_set, float *logits, vw_err *err);
 
 /* Label vectors: out[l] = mean of rows[starts[l] .. ends[l]] (inclusive) for rows
- * [n_rows, hidden] (worker-contract Decision 8). Accumulated in float64, stored FP32. */
+ * [n_rows, hidden] (docs/contract.md Decision 8). Accumulated in float64, stored FP32. */
 vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
                               const int32_t *starts, const int32_t *ends, size_t n_labels,
                               float *out, vw_err *err);

@@ -1,5 +1,5 @@
 /* span_decode.c — the span decoder, sparse gate, clipping and window averaging
- * (see span_decode.h; vela-answer-spec §4.6, §6.5, §6.6, §7.1). */
+ * (see span_decode.h; docs/spec/answers.md §4.6, §6.5, §6.6, §7.1). */
 #include "span_decode.h"
 #include "util/pairwise_sum.h"
 

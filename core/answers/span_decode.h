@@ -1,4 +1,4 @@
-/* span_decode.h — word x label probabilities to labelled spans (vela-answer-spec
+/* span_decode.h — word x label probabilities to labelled spans (docs/spec/answers.md
  * §6.5 decoder, §6.6 clipping, §4.6 sparse gate, §7.1 window aggregation).
  *
  * Inputs are the plan's words (code-point [start, end) offsets into the part's

@@ -1,5 +1,5 @@
 /* backbone_cpu.h — the CPU reference backend of the executor seam (executor.h):
- * the Qwen3.5 hybrid text backbone in FP32 (qwen35-backbone-spec §3, regime
+ * the Qwen3.5 hybrid text backbone in FP32 (docs/spec/backbone.md §3, regime
  * R-FP32), OpenBLAS sgemm for every projection.
  *
  * Load: every backbone tensor of the bundle (BF16/F16/F32) is upcast once to

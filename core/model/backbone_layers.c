@@ -1,5 +1,5 @@
 /* backbone_layers.c — one segment through the Qwen3.5 layers, FP32
- * (qwen35-backbone-spec §3). Reads top to bottom: embed -> per layer
+ * (docs/spec/backbone.md §3). Reads top to bottom: embed -> per layer
  * [norm -> GDN or gated attention -> residual, norm -> SwiGLU -> residual].
  * Never allocates: every buffer comes from cpu_scratch / cpu_segment. */
 #include <math.h>

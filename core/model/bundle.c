@@ -276,7 +276,7 @@ static int has_suffix_in(const char *s, const char *const *list) {
     return 0;
 }
 
-/* Head tensor names of answer spec §1.1. */
+/* Head tensor names of docs/spec/answers.md §1.1. */
 static int is_head_name(const char *n, int broad_file) {
     static const char *const cand[] = {"candidate_norm.weight",
                                        "candidate_norm.bias",

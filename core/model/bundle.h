@@ -1,6 +1,6 @@
 /* bundle.h — a Vela 2.0 decoder package directory, verified and indexed.
  *
- * Layout read (vela-answer-spec §1): config.json (backbone_config, max_length,
+ * Layout read (docs/spec/answers.md §1): config.json (backbone_config, max_length,
  * span_head, span_layout, ...), model.safetensors.index.json + its shards or
  * a single model.safetensors, broad_head.safetensors (optional),
  * calibration.json, tokenizer.json, MODEL_MANIFEST.json (files_sha256,
@@ -23,7 +23,7 @@
  *    ("bad_dtype") with the shape the config implies ("bad_shape"); a missing
  *    one is "missing_tensor", an unexpected one "unknown_tensor" (both name
  *    the tensor). Besides backbone tensors the shards may hold the heads of
- *    answer spec §1.1 (`head.*`, `set_bias`, `span2.*`), and `mtp.*`,
+ *    docs/spec/answers.md §1.1 (`head.*`, `set_bias`, `span2.*`), and `mtp.*`,
  *    `model.visual.*`, `lm_head.weight` which are ignored;
  *    broad_head.safetensors holds only `span_broad.*`.
  *

@@ -1,5 +1,5 @@
 /* delta_rule.c — chunked and recurrent gated delta rule (see delta_rule.h).
- * The chunked form is the one of qwen35-backbone-spec §4.1 (HF
+ * The chunked form is the one of docs/spec/backbone.md §4.1 (HF
  * torch_chunk_gated_delta_rule, FLA): per chunk of n <= 64 rows,
  *   c = cumsum(g), Gamma_ij = exp(c_i - c_j) (j <= i),
  *   L = strict_lower(diag(beta) K K^T * Gamma), (I + L) U = diag(beta) V,

@@ -1,4 +1,4 @@
-/* delta_rule.h — the gated delta rule of Gated DeltaNet (qwen35-backbone-spec
+/* delta_rule.h — the gated delta rule of Gated DeltaNet (docs/spec/backbone.md
  * §3.5 step 8 and §4), FP32, per value head, with an initial state.
  *
  * Inputs for T tokens: q̂ and k̂ already L2-normalised (q̂ also scaled by

@@ -5,7 +5,7 @@
  * whole prefix and causally to itself, never to other blocks, and block token j
  * sits at position n_prefix + j. Recurrent layers continue each block from the
  * prefix's final state (DeltaNet state and conv tail), attention layers from the
- * prefix's K/V. (vela-request-spec §5.1, qwen35-backbone-spec §1.3, §4.3.)
+ * prefix's K/V. (docs/spec/request.md §5.1, docs/spec/backbone.md §1.3, §4.3.)
  *
  * Output layout: rows are written in order tree 0 .. n_trees-1; inside a tree
  * first the prefix readouts, then block 0's readouts, block 1's, ...; each row

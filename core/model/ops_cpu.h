@@ -1,5 +1,5 @@
 /* ops_cpu.h — FP32 building blocks of the CPU reference backbone
- * (qwen35-backbone-spec §3, regime R-FP32). Plain C plus OpenBLAS sgemm.
+ * (docs/spec/backbone.md §3, regime R-FP32). Plain C plus OpenBLAS sgemm.
  *
  * Matrices are row-major; "ld" arguments are row strides in floats, so a
  * view into a wider (stacked) buffer needs no copy. Shapes are given as

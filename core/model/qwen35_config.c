@@ -67,7 +67,7 @@ static vw_status parse_rope(const json_t *bc, vw_qwen35_config *c, vw_err *err) 
                                                      : json_object_get(scaling, "type");
     if (type && !(json_is_string(type) && !strcmp(json_string_value(type), "default")))
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_config",
-                       "rope_type %s is not supported (only \"default\", qwen35-backbone-spec "
+                       "rope_type %s is not supported (only \"default\", docs/spec/backbone.md "
                        "§1.3)",
                        json_is_string(type) ? json_string_value(type) : "(not a string)");
     double factor = 0.25;

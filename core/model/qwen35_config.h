@@ -1,5 +1,5 @@
 /* qwen35_config.h — the Qwen3.5 hybrid text backbone shape and the tensor
- * inventory it implies (qwen35-backbone-spec §1, §2).
+ * inventory it implies (docs/spec/backbone.md §1, §2).
  *
  * Every size follows from the config; there is no table of model sizes.
  * Defaults are transformers' Qwen3_5TextConfig defaults for keys a config may
@@ -123,7 +123,7 @@ vw_status vw_qwen35_config_parse(const json_t *bc, vw_qwen35_config *cfg, vw_err
  * layers 0..n-1 (norms, token mixer, MLP), final norm. */
 size_t vw_qwen35_tensor_specs(const vw_qwen35_config *cfg, vw_qwen35_tensor_spec *out, size_t cap);
 
-/* Derived widths (qwen35-backbone-spec §1.1 "Derived dims"). */
+/* Derived widths (docs/spec/backbone.md §1.1 "Derived dims"). */
 static inline int32_t vw_qwen35_key_dim(const vw_qwen35_config *c) {
     return c->lin_k_heads * c->lin_k_dim;
 }

@@ -1,5 +1,5 @@
 /* fit.h — the truncation order shared by the Vela 2.0 layouts
- * (vela-request-spec §7.2, decoder costs §7.3).
+ * (docs/spec/request.md §7.2, decoder costs §7.3).
  *
  * fixed = 3 + number of parts; over = fixed + question costs + label costs +
  * kept lengths - budget. The first part no question reads (the shrink part)

@@ -1,5 +1,5 @@
 /* plan.h — the token plan of one admitted request: the decoder trees to run
- * (vela-request-spec §4, §5.1, §7) and the answer plan the answer side needs
+ * (docs/spec/request.md §4, §5.1, §7) and the answer plan the answer side needs
  * (question forms, rows, span parts/words, head routes, per-question errors,
  * usage).
  *

@@ -1,4 +1,4 @@
-/* render.h — the decoder layout of vela-request-spec §5.1 with the budget of
+/* render.h — the decoder layout of docs/spec/request.md §5.1 with the budget of
  * §7.3: pieces, their token ids (each piece tokenized on its own, no special
  * tokens) and one row's tree.
  *

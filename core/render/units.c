@@ -1,5 +1,5 @@
 /* units.c — character classes, `_UNIT` vote units and trims of the span decoder
- * (see units.h; vela-answer-spec §6.1, §6.4, §6.5.4). */
+ * (see units.h; docs/spec/answers.md §6.1, §6.4, §6.5.4). */
 #include "units.h"
 
 #include "util/pystr.h"

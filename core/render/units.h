@@ -1,5 +1,5 @@
 /* units.h — the span decoder's text rules: character classes, `_UNIT` vote
- * units, word -> unit mapping and span trimming (vela-answer-spec §6.1, §6.4,
+ * units, word -> unit mapping and span trimming (docs/spec/answers.md §6.1, §6.4,
  * §6.5.4). Offsets are Unicode code points (Python str indices).
  *
  * Owns the case-sensitive `_UNIT` scan and the trims. Never splits words (the

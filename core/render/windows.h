@@ -1,5 +1,5 @@
 /* windows.h — decoder span windows over a long target part
- * (vela-request-spec §7.4, answer spec §7.1).
+ * (docs/spec/request.md §7.4, docs/spec/answers.md §7.1).
  *
  * Windows start at word starts (sorted distinct first-token indices): the
  * first at the first word; each ends at the part's end when the window

@@ -64,7 +64,7 @@ static void cjk_class(char *out, size_t cap) {
         o += (size_t)snprintf(out + o, cap - o, "\\x{%x}", CJK_EXTRAS[i]);
 }
 
-/* The `_WORD` alternatives, in order (vela-answer-spec §6.2):
+/* The `_WORD` alternatives, in order (docs/spec/answers.md §6.2):
  * 1 URL — the lazy body + lookahead of the release, written greedily: the
  *   body ends at the last non-TRAIL character of the maximal non-space,
  *   non-CJK run, or is its first character when the run is all TRAIL;

@@ -1,11 +1,11 @@
-/* words.h — span word units (GLiNER2-style `_WORD`, vela-request-spec §6.4,
- * vela-answer-spec §6.2–6.3) and the word -> first-token mapping.
+/* words.h — span word units (GLiNER2-style `_WORD`, docs/spec/request.md §6.4,
+ * docs/spec/answers.md §6.2–6.3) and the word -> first-token mapping.
  *
  * The `_WORD` pattern is the release's, with Python `re.IGNORECASE` semantics
  * made explicit for PCRE2 (UTF + UCP, no PCRE2_CASELESS): ASCII letters also
  * match U+0130, U+0131, U+017F and U+212A; `s` of "https" also matches U+017F;
  * the CJK class is the release's ranges (U+8C48–FAFF included) plus the 93 code
- * points whose simple lower-case falls inside them (worker-contract Decision
+ * points whose simple lower-case falls inside them (docs/contract.md Decision
  * 7); whitespace is Python str.isspace. Words are scanned left to right as
  * re.finditer does (each visited position matched anchored); the URL
  * alternative is written in an equivalent linear form, and the e-mail
@@ -47,10 +47,10 @@ typedef struct vw_words {
     size_t n;
 } vw_words;
 
-/* word_first_tokens (§6.3): tokens with end > start are valid; a word's token is
- * the first whose running maximum end passes the word start, moved on to the
- * next valid token; the word is kept when that token starts before the word
- * ends. tok_offsets: [2 n_tokens] code points. */
+/* word_first_tokens (docs/spec/answers.md §6.3): tokens with end > start are valid; a word's token
+ * is the first whose running maximum end passes the word start, moved on to the next valid token;
+ * the word is kept when that token starts before the word ends. tok_offsets: [2 n_tokens] code
+ * points. */
 vw_status vw_words_of(const int32_t *ranges, size_t n_ranges, const int32_t *tok_offsets,
                       size_t n_tokens, vw_words *out, vw_err *err);
 void vw_words_free(vw_words *w);

@@ -1,5 +1,5 @@
 /* pystr.h — Python str semantics on UTF-8 text: code points, isspace, strip,
- * isalnum, simple lower-casing (vela-request-spec §1.2, §6.4).
+ * isalnum, simple lower-casing (docs/spec/request.md §1.2, §6.4).
  *
  * All text is valid UTF-8 (callers validated it) and may contain U+0000, so
  * every function takes a byte length. Offsets called "cp" are Python str

@@ -40,7 +40,7 @@ int vw_kh_broker_control(vw_kh_broker *b, const char *line);
 void vw_kh_broker_stop(vw_kh_broker *b);
 
 /* Writes a worker config for the broker: group `group`, the test timings of
- * kafka-worker-anchors.md §1.5, test-echo processor, metrics on a free port,
+ * docs/kafka-notes.md §1.5, test-echo processor, metrics on a free port,
  * plus extra_yaml (whole sections, may be NULL). Returns a path (static buffer
  * per call index is not kept: copy it). */
 int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *extra_yaml, char *path,

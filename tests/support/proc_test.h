@@ -1,6 +1,6 @@
 /* proc_test.h — helpers for the processor suites (request, rejections, render,
  * plan): fixture bundles, admission in one call, and the spec's
- * 1-char-per-token test tokenizer (vela-request-spec §5.1 worked example). */
+ * 1-char-per-token test tokenizer (docs/spec/request.md §5.1 worked example). */
 #ifndef VW_PROC_TEST_H
 #define VW_PROC_TEST_H
 

@@ -1,6 +1,6 @@
 """vela_ref — an independent Python reference of the Vela 2.0 answer path.
 
-Written from vela-answer-spec §3–§8 and worker-contract.md for
+Written from docs/spec/answers.md §3–§8 and docs/contract.md for
 tools/make_answer_goldens.py (and bench/score.sh); never imported by the C
 build. Modules:
   answers.py   calibration (float64), span decoding (float32 rules), the

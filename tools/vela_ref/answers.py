@@ -1,8 +1,8 @@
 """answers.py — head logits -> calibrated answers -> the System One envelope.
 
-Written from vela-answer-spec §4 (calibration, float64), §6 (span decoding with
+Written from docs/spec/answers.md §4 (calibration, float64), §6 (span decoding with
 its float32 comparisons and means), §7.1 (window aggregation happens in
-pipeline.py) and §8 (envelope), plus worker-contract.md for the per-question
+pipeline.py) and §8 (envelope), plus docs/contract.md for the per-question
 error shapes. NumPy supplies the reference's float semantics: float64 softmax /
 sigmoid with NumPy's pairwise sums, float32 means, np.interp for the PII
 length rule, math.fsum for the Score moments.

@@ -6,7 +6,7 @@ torch fallbacks). A tree is run the simplest faithful way: for every block,
 `prefix + block` as ONE causal sequence (mathematically the tree semantics of
 executor.h: the block sees the whole prefix and itself, at positions
 n_prefix + j). Heads: the independent torch CandidateHead / SpanHeadV2 of
-tools/make_head_goldens.py (answer spec §3, §5).
+tools/make_head_goldens.py (docs/spec/answers.md §3, §5).
 """
 from __future__ import annotations
 

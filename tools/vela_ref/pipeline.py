@@ -5,7 +5,7 @@ admission, render, budget and windows, byte-identical to `vela-worker plan`
 on its goldens) with this bundle's config, calibration and tokenizer;
 backbone + heads: model.py; answers + envelope: answers.py. Windowed spans
 average the windows' FP32 logits per word in float64 (uncovered words -30.0)
-before temperature and sigmoid (answer spec §7.1).
+before temperature and sigmoid (docs/spec/answers.md §7.1).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@
 
 extern char **environ;
 
-/* The one mutable global style.md allows: set by SIGTERM/SIGINT. */
+/* The one mutable global docs/style.md allows: set by SIGTERM/SIGINT. */
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig) {

@@ -4,7 +4,7 @@
  * listeners bind 127.0.0.1 on kernel-chosen ports, so other processes (kcat,
  * vela-worker run, Python clients) can talk to it over TCP. It speaks Produce,
  * Fetch, ListOffsets, consumer groups and offset commits, but not CreateTopics,
- * so topics are created here (kafka-worker-anchors.md §1.2-§1.4).
+ * so topics are created here (docs/kafka-notes.md §1.2-§1.4).
  *
  * Ownership: vw_broker_new returns a broker the caller frees with vw_broker_free;
  * the bootstrap string is owned by the broker. Thread-safety: the mock runs on

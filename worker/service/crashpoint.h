@@ -21,7 +21,7 @@
  * Errors: vw_crashpoint_init returns VW_EINVAL for an unknown point or a bad
  * count, naming the variable; the struct is then inert.
  * abort() here is deliberate: the point is to die like a crash, without
- * atexit handlers, flushes or commits (style.md's no-abort rule is waived for
+ * atexit handlers, flushes or commits (docs/style.md's no-abort rule is waived for
  * this test hook only).
  */
 #ifndef VW_CRASHPOINT_H

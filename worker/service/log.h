@@ -5,7 +5,7 @@
  * Format "json" writes {"ts","level","module","msg",<key>:<value>...,"where"}
  * (numbers stay numbers; a value may be "double quoted" to hold spaces); format
  * "text" writes the line as is behind a timestamp, level and module.
- * Log sizes and ids, never payloads (style.md "Logging").
+ * Log sizes and ids, never payloads (docs/style.md "Logging").
  *
  * VW_LOG checks the level before its arguments are evaluated (Redis serverLog).
  * vw_log is a plain value set once at start-up and read-only afterwards, so one
