@@ -16,8 +16,6 @@
 
 namespace {
 
-enum xform { AS_IS, ONE_PLUS, NEG_EXP };
-
 constexpr size_t ALIGN = 256, BLAS_WS = 32u << 20;
 
 size_t max2(size_t a, size_t b) {
@@ -25,20 +23,11 @@ size_t max2(size_t a, size_t b) {
 }
 
 void derive_dims(cu_model *m) {
-    const vw_qwen35_config *c = &m->c;
-    m->H = (size_t)c->hidden, m->F = (size_t)c->intermediate;
-    m->hd = (size_t)c->head_dim, m->Hq = (size_t)c->n_heads, m->Hk = (size_t)c->n_kv_heads;
-    m->rot = (size_t)c->rotary_dim, m->Hv = (size_t)c->lin_v_heads;
-    m->Hkl = (size_t)c->lin_k_heads, m->dk = (size_t)c->lin_k_dim, m->dv = (size_t)c->lin_v_dim;
-    m->K = (size_t)c->conv_kernel;
-    m->kd = m->Hkl * m->dk, m->vd = m->Hv * m->dv, m->cd = 2 * m->kd + m->vd;
-    m->gdn_in = m->cd + m->vd + 2 * m->Hv;
-    m->attn_q2 = m->Hq * 2 * m->hd, m->attn_kv = m->Hk * m->hd;
-    m->attn_in = m->attn_q2 + 2 * m->attn_kv;
-    m->big_w = max2(max2(m->gdn_in, m->attn_in), 2 * m->F);
-    m->mix_w = max2(m->cd, (m->Hq + m->Hk) * m->hd);
-    m->core_w = max2(m->vd, m->Hq * m->hd);
-    m->xbf_w = max2(max2(m->H, m->core_w), m->F);
+    vw_qwen35_dims_of(&m->c, &m->d);
+    m->big_w = max2(max2(m->d.gdn_in, m->d.attn_in), 2 * m->d.F);
+    m->mix_w = max2(m->d.cd, (m->d.Hq + m->d.Hk) * m->d.hd);
+    m->core_w = max2(m->d.vd, m->d.Hq * m->d.hd);
+    m->xbf_w = max2(max2(m->d.H, m->core_w), m->d.F);
     m->wt_size = vw_cuda_bf16_weights(m->opts.precision) ? 2 : 4;
 }
 
@@ -76,22 +65,23 @@ struct carver {
 
 size_t layout_weights(cu_model *m, char *base) {
     carver cv{base, 0};
-    const size_t H = m->H, ws = m->wt_size;
+    const size_t H = m->d.H, ws = m->wt_size;
     m->embed = cv.take((size_t)m->c.vocab * H * ws);
     m->final_norm = cv.f32(H);
     for (int32_t l = 0; l < m->c.n_layers; l++) {
         cu_layer_w *lw = &m->layers[l];
         lw->full = m->c.full_attention[l];
         lw->in_norm = cv.f32(H), lw->post_norm = cv.f32(H);
-        lw->mlp_in = cv.take(2 * m->F * H * ws), lw->down = cv.take(H * m->F * ws);
+        lw->mlp_in = cv.take(2 * m->d.F * H * ws), lw->down = cv.take(H * m->d.F * ws);
         if (lw->full) {
-            lw->a.in = cv.take(m->attn_in * H * ws);
-            lw->a.q_norm = cv.f32(m->hd), lw->a.k_norm = cv.f32(m->hd);
-            lw->a.o = cv.take(H * m->Hq * m->hd * ws);
+            lw->a.in = cv.take(m->d.attn_in * H * ws);
+            lw->a.q_norm = cv.f32(m->d.hd), lw->a.k_norm = cv.f32(m->d.hd);
+            lw->a.o = cv.take(H * m->d.Hq * m->d.hd * ws);
         } else {
-            lw->g.in = cv.take(m->gdn_in * H * ws), lw->g.conv = cv.f32(m->cd * m->K);
-            lw->g.dt_bias = cv.f32(m->Hv), lw->g.A = cv.f32(m->Hv), lw->g.norm = cv.f32(m->dv);
-            lw->g.out = cv.take(H * m->vd * ws);
+            lw->g.in = cv.take(m->d.gdn_in * H * ws), lw->g.conv = cv.f32(m->d.cd * m->d.K);
+            lw->g.dt_bias = cv.f32(m->d.Hv), lw->g.A = cv.f32(m->d.Hv),
+            lw->g.norm = cv.f32(m->d.dv);
+            lw->g.out = cv.take(H * m->d.vd * ws);
         }
     }
     return cv.off;
@@ -99,12 +89,12 @@ size_t layout_weights(cu_model *m, char *base) {
 
 size_t layout_arena(cu_model *m, char *base) {
     carver cv{base, 0};
-    const size_t R = m->opts.max_tokens, H = m->H;
+    const size_t R = m->opts.max_tokens, H = m->d.H;
     m->h = cv.f32(R * H), m->x = cv.f32(R * H), m->delta = cv.f32(R * H);
     m->big = cv.f32(R * m->big_w), m->mix = cv.f32(R * m->mix_w), m->core = cv.f32(R * m->core_w);
-    m->gb = cv.f32(2 * R * m->Hv);
-    m->pstate = cv.f32(m->opts.max_trees * m->Hv * m->dk * m->dv);
-    m->cos_t = cv.f32(R * (m->rot / 2)), m->sin_t = cv.f32(R * (m->rot / 2));
+    m->gb = cv.f32(2 * R * m->d.Hv);
+    m->pstate = cv.f32(m->opts.max_trees * m->d.Hv * m->d.dk * m->d.dv);
+    m->cos_t = cv.f32(R * (m->d.rot / 2)), m->sin_t = cv.f32(R * (m->d.rot / 2));
     m->gemm.xbf_cap = vw_cuda_bf16_weights(m->opts.precision) ? R * m->xbf_w : 0;
     m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
     m->blas_ws_bytes = BLAS_WS, m->blas_ws = cv.take(BLAS_WS);
@@ -147,21 +137,23 @@ struct staging {
     }
 };
 
-// Copies one backbone tensor to dst: matrices (matrix = true) as WT, vectors
-// FP32, after the CPU backend's transforms (1 + w, -exp(A_log)) in FP32.
-vw_status upload(const cu_model *m, const vw_bundle *b, int l, const char *name, void *dst,
-                 bool matrix, xform xf, staging *sg, vw_err *err) {
+// Copies one described backbone tensor (of layer l, or -1) to dst: matrices
+// as WT, vectors FP32, formed as the description says (1 + w, -exp(A_log)) in
+// FP32, as the CPU backend does.
+vw_status upload(const cu_model *m, const vw_bundle *b, int l, const vw_qwen35_tensor *d, void *dst,
+                 staging *sg, vw_err *err) {
     char full[128];
     if (l >= 0)
-        snprintf(full, sizeof full, "layers.%d.%s", l, name);
+        snprintf(full, sizeof full, "layers.%d.%s", l, d->name);
     else
-        snprintf(full, sizeof full, "%s", name);
+        snprintf(full, sizeof full, "%s", d->name);
     const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
     if (!t)
         return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
-    const bool bf16 = matrix && vw_cuda_bf16_weights(m->opts.precision);
+    const bool bf16 = d->matrix && vw_cuda_bf16_weights(m->opts.precision);
+    const vw_qwen35_xform xf = d->xf;
     vw_status st = VW_OK;
-    if (bf16 && xf == AS_IS && t->dtype == VW_DT_BF16) { // as stored: no conversion at all
+    if (bf16 && xf == VW_QWEN35_AS_IS && t->dtype == VW_DT_BF16) { // as stored: no conversion
         st = VW_CUDA_TRY(err, cudaMemcpy(dst, t->data, t->numel * 2, cudaMemcpyHostToDevice));
     } else {
         if (!sg->reserve(t->numel))
@@ -169,8 +161,8 @@ vw_status upload(const cu_model *m, const vw_bundle *b, int l, const char *name,
                            t->numel);
         if ((st = vw_st_to_f32(t, sg->f, err)) != VW_OK)
             return st;
-        for (size_t i = 0; xf != AS_IS && i < t->numel; i++)
-            sg->f[i] = xf == ONE_PLUS ? 1.0f + sg->f[i] : -expf(sg->f[i]);
+        for (size_t i = 0; xf != VW_QWEN35_AS_IS && i < t->numel; i++)
+            sg->f[i] = xf == VW_QWEN35_ONE_PLUS ? 1.0f + sg->f[i] : -expf(sg->f[i]);
         if (bf16)
             for (size_t i = 0; i < t->numel; i++)
                 sg->b[i] = __float2bfloat16_rn(sg->f[i]);
@@ -182,48 +174,56 @@ vw_status upload(const cu_model *m, const vw_bundle *b, int l, const char *name,
     return st;
 }
 
+// Where a described tensor goes on the device (lw: its layer, or NULL).
+void *target(const cu_model *m, const cu_layer_w *lw, vw_qwen35_target tg) {
+    switch (tg) {
+    case VW_QWEN35_EMBED:
+        return m->embed;
+    case VW_QWEN35_FINAL_NORM:
+        return m->final_norm;
+    case VW_QWEN35_IN_NORM:
+        return lw->in_norm;
+    case VW_QWEN35_POST_NORM:
+        return lw->post_norm;
+    case VW_QWEN35_MLP_IN:
+        return lw->mlp_in;
+    case VW_QWEN35_DOWN:
+        return lw->down;
+    case VW_QWEN35_ATTN_IN:
+        return lw->a.in;
+    case VW_QWEN35_ATTN_O:
+        return lw->a.o;
+    case VW_QWEN35_Q_NORM:
+        return lw->a.q_norm;
+    case VW_QWEN35_K_NORM:
+        return lw->a.k_norm;
+    case VW_QWEN35_GDN_IN:
+        return lw->g.in;
+    case VW_QWEN35_CONV:
+        return lw->g.conv;
+    case VW_QWEN35_DT_BIAS:
+        return lw->g.dt_bias;
+    case VW_QWEN35_A:
+        return lw->g.A;
+    case VW_QWEN35_GDN_NORM:
+        return lw->g.norm;
+    case VW_QWEN35_GDN_OUT:
+        return lw->g.out;
+    }
+    return nullptr;
+}
+
+// The layer's tensors as core/model/qwen35_config.h describes them: stacked
+// projections start at their row of the target (matrix rows are H wide).
 vw_status upload_layer(const cu_model *m, const vw_bundle *b, int l, staging *sg, vw_err *err) {
     const cu_layer_w *lw = &m->layers[l];
-    const size_t H = m->H, ws = m->wt_size;
-    struct {
-        const char *name;
-        void *dst;
-        bool matrix;
-        xform xf;
-    } list[16]; // 5 shared + 9 DeltaNet or 6 attention tensors
-    size_t n = 0;
-    auto add = [&](const char *nm, void *d, bool mat, xform x) {
-        if (n < sizeof list / sizeof list[0])
-            list[n++] = {nm, d, mat, x};
-    };
-    add("input_layernorm.weight", lw->in_norm, false, ONE_PLUS);
-    add("post_attention_layernorm.weight", lw->post_norm, false, ONE_PLUS);
-    add("mlp.gate_proj.weight", lw->mlp_in, true, AS_IS);
-    add("mlp.up_proj.weight", (char *)lw->mlp_in + m->F * H * ws, true, AS_IS);
-    add("mlp.down_proj.weight", lw->down, true, AS_IS);
-    if (lw->full) {
-        char *in = (char *)lw->a.in;
-        add("self_attn.q_proj.weight", in, true, AS_IS);
-        add("self_attn.k_proj.weight", in + m->attn_q2 * H * ws, true, AS_IS);
-        add("self_attn.v_proj.weight", in + (m->attn_q2 + m->attn_kv) * H * ws, true, AS_IS);
-        add("self_attn.o_proj.weight", lw->a.o, true, AS_IS);
-        add("self_attn.q_norm.weight", lw->a.q_norm, false, ONE_PLUS);
-        add("self_attn.k_norm.weight", lw->a.k_norm, false, ONE_PLUS);
-    } else {
-        char *in = (char *)lw->g.in;
-        add("linear_attn.in_proj_qkv.weight", in, true, AS_IS);
-        add("linear_attn.in_proj_z.weight", in + m->cd * H * ws, true, AS_IS);
-        add("linear_attn.in_proj_b.weight", in + (m->cd + m->vd) * H * ws, true, AS_IS);
-        add("linear_attn.in_proj_a.weight", in + (m->cd + m->vd + m->Hv) * H * ws, true, AS_IS);
-        add("linear_attn.conv1d.weight", lw->g.conv, false, AS_IS);
-        add("linear_attn.dt_bias", lw->g.dt_bias, false, AS_IS);
-        add("linear_attn.A_log", lw->g.A, false, NEG_EXP);
-        add("linear_attn.norm.weight", lw->g.norm, false, AS_IS);
-        add("linear_attn.out_proj.weight", lw->g.out, true, AS_IS);
-    }
+    vw_qwen35_tensor ts[VW_QWEN35_LAYER_TENSORS_MAX];
+    size_t n = vw_qwen35_layer_tensors(&m->c, lw->full, ts);
     vw_status st = VW_OK;
-    for (size_t i = 0; i < n && st == VW_OK; i++)
-        st = upload(m, b, l, list[i].name, list[i].dst, list[i].matrix, list[i].xf, sg, err);
+    for (size_t i = 0; i < n && st == VW_OK; i++) {
+        char *dst = (char *)target(m, lw, ts[i].target) + ts[i].row * m->d.H * m->wt_size;
+        st = upload(m, b, l, &ts[i], dst, sg, err);
+    }
     return st;
 }
 
@@ -238,9 +238,11 @@ vw_status upload_weights(cu_model *m, const vw_bundle *b, vw_err *err) {
     }
     layout_weights(m, (char *)m->weights);
     staging sg;
-    vw_status st = upload(m, b, -1, "embed_tokens.weight", m->embed, true, AS_IS, &sg, err);
-    if (st == VW_OK)
-        st = upload(m, b, -1, "norm.weight", m->final_norm, false, ONE_PLUS, &sg, err);
+    vw_qwen35_tensor top[VW_QWEN35_MODEL_TENSORS];
+    vw_qwen35_model_tensors(&m->c, top);
+    vw_status st = VW_OK;
+    for (size_t i = 0; i < VW_QWEN35_MODEL_TENSORS && st == VW_OK; i++)
+        st = upload(m, b, -1, &top[i], target(m, nullptr, top[i].target), &sg, err);
     for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++)
         st = upload_layer(m, b, l, &sg, err);
     return st;
@@ -249,7 +251,7 @@ vw_status upload_weights(cu_model *m, const vw_bundle *b, vw_err *err) {
 // RoPE tables for positions 0 .. R-1 with the CPU's vw_rope_tables, so the
 // angles are bit-identical to the reference (docs/spec/backbone.md §6.2).
 vw_status upload_rope(cu_model *m, vw_err *err) {
-    const size_t R = m->opts.max_tokens, half = m->rot / 2;
+    const size_t R = m->opts.max_tokens, half = m->d.rot / 2;
     if (!half)
         return VW_OK;
     float *c = (float *)malloc(R * half * sizeof *c), *s = (float *)malloc(R * half * sizeof *s);
@@ -257,7 +259,7 @@ vw_status upload_rope(cu_model *m, vw_err *err) {
     if (!c || !s)
         st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rope tables (%zu positions)", R);
     if (st == VW_OK) {
-        vw_rope_tables(0, R, m->rot, m->c.rope_theta, c, s);
+        vw_rope_tables(0, R, m->d.rot, m->c.rope_theta, c, s);
         st = VW_CUDA_TRY(err, cudaMemcpy(m->cos_t, c, R * half * 4, cudaMemcpyHostToDevice));
     }
     if (st == VW_OK)
@@ -268,13 +270,14 @@ vw_status upload_rope(cu_model *m, vw_err *err) {
 }
 
 vw_status check_shapes(const cu_model *m, vw_err *err) {
-    if (!m->Hk || m->Hq % m->Hk || !m->Hkl || m->Hv % m->Hkl || m->rot % 2 || m->rot > m->hd)
+    if (!m->d.Hk || m->d.Hq % m->d.Hk || !m->d.Hkl || m->d.Hv % m->d.Hkl || m->d.rot % 2 ||
+        m->d.rot > m->d.hd)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
-                       "cuda: heads %zu/%zu, DeltaNet heads %zu/%zu, rotary %zu of %zu", m->Hq,
-                       m->Hk, m->Hv, m->Hkl, m->rot, m->hd);
-    vw_status st = vw_cu_attn_supported(m->hd, err);
+                       "cuda: heads %zu/%zu, DeltaNet heads %zu/%zu, rotary %zu of %zu", m->d.Hq,
+                       m->d.Hk, m->d.Hv, m->d.Hkl, m->d.rot, m->d.hd);
+    vw_status st = vw_cu_attn_supported(m->d.hd, err);
     if (st == VW_OK)
-        st = vw_cu_gdn_supported(m->dk, m->dv, err);
+        st = vw_cu_gdn_supported(m->d.dk, m->d.dv, err);
     return st;
 }
 
@@ -376,7 +379,7 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
         goto done;
     m->gemm.blas = m->blas, m->gemm.stream = m->stream;
     m->gemm.prec = m->opts.precision, m->gemm.invariant = m->opts.batch_invariant;
-    ex->ops = &cuda_ops, ex->hidden = m->H, ex->impl = m;
+    ex->ops = &cuda_ops, ex->hidden = m->d.H, ex->vocab = m->c.vocab, ex->impl = m;
     *out = ex;
 done:
     if (st != VW_OK) {

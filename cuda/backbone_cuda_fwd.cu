@@ -95,27 +95,27 @@ vw_status plan_upload(const cu_model *m, const cu_plan *p, vw_err *err) {
 
 // §3.5: Gated DeltaNet on x [R, H]; out_proj(...) into delta [R, H].
 vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_err *err) {
-    const size_t R = p->rows, W = m->gdn_in, cd = m->cd, kd = m->kd, vd = m->vd;
+    const size_t R = p->rows, W = m->d.gdn_in, cd = m->d.cd, kd = m->d.kd, vd = m->d.vd;
     const cudaStream_t s = m->stream;
-    float *g = m->gb, *beta = m->gb + R * m->Hv;
+    float *g = m->gb, *beta = m->gb + R * m->d.Hv;
     /* 1. qkv | z | b | a = x W^T -> big [R, W] */
-    vw_status st = vw_cu_linear(&m->gemm, m->x, m->H, w->in, m->big, W, R, W, m->H, 0, err);
+    vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     /* 2-3. causal conv from each sequence's history + SiLU -> mix [R, cd] */
     if (st == VW_OK)
-        st = vw_cu_conv_silu(m->big, W, w->conv, cd, m->K, m->dmeta.segs, m->dmeta.row_seg, R,
+        st = vw_cu_conv_silu(m->big, W, w->conv, cd, m->d.K, m->dmeta.segs, m->dmeta.row_seg, R,
                              m->mix, s, err);
     /* 7. l2norm q (times dk^-0.5) and k per key head */
     if (st == VW_OK)
-        st = vw_cu_l2norm_qk(m->mix, cd, R, m->Hkl, m->dk, 1e-6f, 1.0f / sqrtf((float)m->dk), s,
-                             err);
+        st = vw_cu_l2norm_qk(m->mix, cd, R, m->d.Hkl, m->d.dk, 1e-6f, 1.0f / sqrtf((float)m->d.dk),
+                             s, err);
     /* 5-6. g, beta from the b | a columns */
     if (st == VW_OK)
-        st = vw_cu_gates(m->big + cd + vd, W, w->A, w->dt_bias, R, m->Hv, g, beta, s, err);
+        st = vw_cu_gates(m->big + cd + vd, W, w->A, w->dt_bias, R, m->d.Hv, g, beta, s, err);
     /* 8. delta rule: prefixes from zero (keeping their final state), then blocks
      * from their prefix's state -> core [R, vd] */
-    vw_cu_gdn a = {m->mix, m->mix + kd, m->mix + 2 * kd, cd,         cd,      cd,
-                   g,      beta,        m->core,         vd,         m->Hkl,  m->Hv,
-                   m->dk,  m->dv,       m->dmeta.segs,   p->n_trees, nullptr, m->pstate};
+    vw_cu_gdn a = {m->mix,  m->mix + kd, m->mix + 2 * kd, cd,         cd,       cd,
+                   g,       beta,        m->core,         vd,         m->d.Hkl, m->d.Hv,
+                   m->d.dk, m->d.dv,     m->dmeta.segs,   p->n_trees, nullptr,  m->pstate};
     if (st == VW_OK)
         st = vw_cu_gdn_run(&a, s, err);
     a.segs = m->dmeta.segs + p->n_trees, a.n_segs = p->n_segs - p->n_trees;
@@ -124,20 +124,20 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
         st = vw_cu_gdn_run(&a, s, err);
     /* 9. gated RMSNorm with silu(z) */
     if (st == VW_OK)
-        st = vw_cu_gated_rmsnorm(m->core, vd, m->big + cd, W, w->norm, m->c.rms_eps, R, m->Hv,
-                                 m->dv, s, err);
+        st = vw_cu_gated_rmsnorm(m->core, vd, m->big + cd, W, w->norm, m->c.rms_eps, R, m->d.Hv,
+                                 m->d.dv, s, err);
     /* 10. delta = y W_out^T */
     if (st == VW_OK)
-        st = vw_cu_linear(&m->gemm, m->core, vd, w->out, m->delta, m->H, R, m->H, vd, 0, err);
+        st = vw_cu_linear(&m->gemm, m->core, vd, w->out, m->delta, m->d.H, R, m->d.H, vd, 0, err);
     return st;
 }
 
 // §3.4: gated GQA attention on x [R, H]; o_proj(...) into delta [R, H]. Blocks
 // read their prefix's K/V rows in place (same packed buffers).
 vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw_err *err) {
-    const size_t R = p->rows, W = m->attn_in, hd = m->hd, qw = m->Hq * hd;
+    const size_t R = p->rows, W = m->d.attn_in, hd = m->d.hd, qw = m->d.Hq * hd;
     float *Q = m->mix, *K = m->mix + R * qw;
-    vw_status st = vw_cu_linear(&m->gemm, m->x, m->H, w->in, m->big, W, R, W, m->H, 0, err);
+    vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     vw_cu_attn_prep ap = {m->big,
                           W,
                           w->q_norm,
@@ -145,12 +145,12 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
                           m->c.rms_eps,
                           m->cos_t,
                           m->sin_t,
-                          m->rot,
+                          m->d.rot,
                           m->dmeta.segs,
                           m->dmeta.row_seg,
                           R,
-                          m->Hq,
-                          m->Hk,
+                          m->d.Hq,
+                          m->d.Hk,
                           hd,
                           Q,
                           K};
@@ -158,15 +158,15 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
         st = vw_cu_attn_prep_run(&ap, m->stream, err);
     vw_cu_attn at = {Q,
                      K,
-                     m->big + m->attn_q2 + m->attn_kv,
+                     m->big + m->d.attn_q2 + m->d.attn_kv,
                      W,
                      m->big + hd,
                      W,
                      2 * hd,
                      m->core,
                      qw,
-                     m->Hq,
-                     m->Hk,
+                     m->d.Hq,
+                     m->d.Hk,
                      hd,
                      m->dmeta.segs,
                      m->dmeta.items,
@@ -174,7 +174,7 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
     if (st == VW_OK)
         st = vw_cu_attention(&at, m->stream, err);
     if (st == VW_OK)
-        st = vw_cu_linear(&m->gemm, m->core, qw, w->o, m->delta, m->H, R, m->H, qw, 0, err);
+        st = vw_cu_linear(&m->gemm, m->core, qw, w->o, m->delta, m->d.H, R, m->d.H, qw, 0, err);
     return st;
 }
 
@@ -182,7 +182,7 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
 // h += delta; x = next_norm(h) (the next layer's input norm, or the final norm).
 vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_norm,
                     const cu_plan *p, vw_err *err) {
-    const size_t R = p->rows, H = m->H, F = m->F;
+    const size_t R = p->rows, H = m->d.H, F = m->d.F;
     const float eps = m->c.rms_eps;
     vw_status st =
         vw_cu_add_rmsnorm(m->h, m->delta, lw->post_norm, eps, R, H, m->x, m->stream, err);
@@ -198,7 +198,7 @@ vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_n
 }
 
 vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
-    const size_t R = p->rows, H = m->H;
+    const size_t R = p->rows, H = m->d.H;
     const bool bf16 = vw_cuda_bf16_weights(m->opts.precision);
     vw_status st = vw_cu_embed(m->embed, bf16, m->dmeta.ids, R, H, m->h, m->stream, err);
     if (st == VW_OK) /* x = input_norm_0(h) */
@@ -218,12 +218,8 @@ vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
 
 vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                         vw_err *err) {
-    const cu_model *m = (const cu_model *)ex->impl;
-    vw_status st = vw_trees_validate(trees, n_trees, m->c.vocab, err);
-    if (st != VW_OK)
-        return st;
-    if (!n_trees)
-        return VW_FAIL(err, VW_EINVAL, "bad_tree", "empty batch of trees");
+    const cu_model *m = (const cu_model *)ex->impl; // trees validated by vw_executor_forward
+    vw_status st;
     cu_plan p;
     if ((st = plan_size(m, trees, n_trees, &p, err)) != VW_OK)
         return st;
@@ -238,9 +234,9 @@ vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, f
         st = run_layers(m, &p, err);
     /* x now holds the final-normed rows; gather the readouts into delta. */
     if (st == VW_OK && p.n_out)
-        st = vw_cu_gather_rows(m->x, m->H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
+        st = vw_cu_gather_rows(m->x, m->d.H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
     if (st == VW_OK && p.n_out)
-        st = VW_CUDA_TRY(err, cudaMemcpyAsync(rows, m->delta, p.n_out * m->H * sizeof(float),
+        st = VW_CUDA_TRY(err, cudaMemcpyAsync(rows, m->delta, p.n_out * m->d.H * sizeof(float),
                                               cudaMemcpyDeviceToHost, m->stream));
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaStreamSynchronize(m->stream));

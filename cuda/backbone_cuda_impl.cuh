@@ -2,9 +2,9 @@
  * (weights, arena, lifetime) and backbone_cuda_fwd.cu (plan + forward).
  * Not a public contract.
  *
- * Shapes (as core/model/backbone_cpu_impl.h): H hidden, F ffn, Hq/Hk attention
- * heads of hd, Hv/Hkl DeltaNet heads of dv/dk, kd = Hkl*dk, vd = Hv*dv,
- * cd = 2*kd + vd conv channels, K conv taps. R = max_tokens (rows of a
+ * Shapes: the widths of vw_qwen35_dims (core/model/qwen35_config.h): H hidden,
+ * F ffn, Hq/Hk attention heads of hd, Hv/Hkl DeltaNet heads of dv/dk,
+ * kd = Hkl*dk, vd = Hv*dv, cd = 2*kd + vd conv channels, K conv taps. R = max_tokens (rows of a
  * call), NT = max_trees. "WT" marks a matrix stored BF16 in BF16 mode and
  * FP32 in FP32 mode; every vector is FP32.
  */
@@ -54,9 +54,8 @@ typedef struct cu_plan {
 
 typedef struct cu_model {
     vw_qwen35_config c;
-    vw_cuda_opts opts; /* resolved (no zeros) */
-    size_t H, F, hd, Hq, Hk, rot, Hv, Hkl, dk, dv, kd, vd, cd, K;
-    size_t gdn_in, attn_q2, attn_kv, attn_in;
+    vw_cuda_opts opts;                  /* resolved (no zeros) */
+    vw_qwen35_dims d;                   /* the widths (model/qwen35_config.h) */
     size_t big_w, mix_w, core_w, xbf_w; /* per-row widths of the arena buffers */
     size_t wt_size;                     /* bytes per matrix element: 2 (BF16) or 4 */
 

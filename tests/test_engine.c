@@ -306,12 +306,11 @@ static void replay_destroy(vw_executor *ex) {
 static const vw_executor_ops REPLAY_OPS = {"replay", replay_forward, replay_destroy};
 
 static vw_status make_replay(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
-    (void)b;
     replay *r = ctx;
     vw_executor *ex = calloc(1, sizeof *ex);
     if (!ex)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "replay executor");
-    *ex = (vw_executor){&REPLAY_OPS, r->hidden, r};
+    *ex = (vw_executor){&REPLAY_OPS, r->hidden, vw_bundle_backbone_config(b)->vocab, r};
     *out = ex;
     return VW_OK;
 }

@@ -13,32 +13,19 @@
 #include "delta_rule.h"
 #include "ops_cpu.h"
 
-typedef enum xform { AS_IS, ONE_PLUS, NEG_EXP } xform;
-
 /* ---- load ---------------------------------------------------------------- */
 
 static void derive_dims(cpu_model *m) {
-    const vw_qwen35_config *c = &m->c;
-    m->H = (size_t)c->hidden, m->ffn = (size_t)c->intermediate;
-    m->hd = (size_t)c->head_dim, m->Hq = (size_t)c->n_heads, m->Hk = (size_t)c->n_kv_heads;
-    m->rot = (size_t)c->rotary_dim;
-    m->Hv = (size_t)c->lin_v_heads, m->Hkl = (size_t)c->lin_k_heads;
-    m->dk = (size_t)c->lin_k_dim, m->dv = (size_t)c->lin_v_dim, m->K = (size_t)c->conv_kernel;
-    m->kd = m->Hkl * m->dk, m->vd = m->Hv * m->dv, m->cd = 2 * m->kd + m->vd;
-    m->gdn_in = m->cd + m->vd + 2 * m->Hv;
-    m->attn_q2 = m->Hq * 2 * m->hd, m->attn_kv = m->Hk * m->hd;
-    m->attn_in = m->attn_q2 + 2 * m->attn_kv;
-    m->gdn_state = m->Hv * m->dk * m->dv + (m->K - 1) * m->cd;
-    for (int32_t l = 0; l < c->n_layers; l++)
-        c->full_attention[l] ? m->n_attn++ : m->n_gdn++;
+    vw_qwen35_dims_of(&m->c, &m->d);
+    m->gdn_state = m->d.Hv * m->d.dk * m->d.dv + (m->d.K - 1) * m->d.cd;
 }
 
 /* Floats of one layer's weights, in the order slice_layer hands them out. */
 static size_t layer_floats(const cpu_model *m, int full) {
-    size_t n = 2 * m->H + 2 * m->ffn * m->H + m->H * m->ffn;
+    size_t n = 2 * m->d.H + 2 * m->d.F * m->d.H + m->d.H * m->d.F;
     if (full)
-        return n + m->attn_in * m->H + 2 * m->hd + m->H * m->Hq * m->hd;
-    return n + m->gdn_in * m->H + m->cd * m->K + 2 * m->Hv + m->dv + m->H * m->vd;
+        return n + m->d.attn_in * m->d.H + 2 * m->d.hd + m->d.H * m->d.Hq * m->d.hd;
+    return n + m->d.gdn_in * m->d.H + m->d.cd * m->d.K + 2 * m->d.Hv + m->d.dv + m->d.H * m->d.vd;
 }
 
 static float *take(float **p, size_t n) {
@@ -48,87 +35,89 @@ static float *take(float **p, size_t n) {
 }
 
 static void slice_layer(cpu_model *m, layer_w *lw, float **p) {
-    const size_t H = m->H;
+    const size_t H = m->d.H;
     lw->in_norm = take(p, H), lw->post_norm = take(p, H);
-    lw->mlp_in = take(p, 2 * m->ffn * H), lw->down = take(p, H * m->ffn);
+    lw->mlp_in = take(p, 2 * m->d.F * H), lw->down = take(p, H * m->d.F);
     if (lw->full) {
-        lw->a.in = take(p, m->attn_in * H);
-        lw->a.q_norm = take(p, m->hd), lw->a.k_norm = take(p, m->hd);
-        lw->a.o = take(p, H * m->Hq * m->hd);
+        lw->a.in = take(p, m->d.attn_in * H);
+        lw->a.q_norm = take(p, m->d.hd), lw->a.k_norm = take(p, m->d.hd);
+        lw->a.o = take(p, H * m->d.Hq * m->d.hd);
     } else {
-        lw->g.in = take(p, m->gdn_in * H), lw->g.conv = take(p, m->cd * m->K);
-        lw->g.dt_bias = take(p, m->Hv), lw->g.A = take(p, m->Hv);
-        lw->g.norm = take(p, m->dv), lw->g.out = take(p, H * m->vd);
+        lw->g.in = take(p, m->d.gdn_in * H), lw->g.conv = take(p, m->d.cd * m->d.K);
+        lw->g.dt_bias = take(p, m->d.Hv), lw->g.A = take(p, m->d.Hv);
+        lw->g.norm = take(p, m->d.dv), lw->g.out = take(p, H * m->d.vd);
     }
 }
 
-/* Upcasts the backbone tensor `name` (layer l, or -1) into dst, then drops its
- * pages from the resident set. */
-static vw_status load(const vw_bundle *b, int l, const char *name, float *dst, xform xf,
+/* Upcasts the backbone tensor t (of layer l, or -1) into dst, forms it as the
+ * description says (1 + w, -exp), then drops its pages from the resident set. */
+static vw_status load(const vw_bundle *b, int l, const vw_qwen35_tensor *t, float *dst,
                       vw_err *err) {
     char full[128];
     if (l >= 0)
-        snprintf(full, sizeof full, "layers.%d.%s", l, name);
+        snprintf(full, sizeof full, "layers.%d.%s", l, t->name);
     else
-        snprintf(full, sizeof full, "%s", name);
-    const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
-    if (!t)
+        snprintf(full, sizeof full, "%s", t->name);
+    const vw_st_tensor *st_t = vw_bundle_backbone_tensor(b, full);
+    if (!st_t)
         return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
-    vw_status st = vw_st_to_f32(t, dst, err);
+    vw_status st = vw_st_to_f32(st_t, dst, err);
     if (st != VW_OK)
         return st;
-    for (size_t i = 0; xf != AS_IS && i < t->numel; i++)
-        dst[i] = xf == ONE_PLUS ? 1.0f + dst[i] : -expf(dst[i]);
-    vw_bundle_drop_pages(b, t);
+    for (size_t i = 0; t->xf != VW_QWEN35_AS_IS && i < st_t->numel; i++)
+        dst[i] = t->xf == VW_QWEN35_ONE_PLUS ? 1.0f + dst[i] : -expf(dst[i]);
+    vw_bundle_drop_pages(b, st_t);
     return VW_OK;
 }
 
-typedef struct load_item {
-    const char *name;
-    float *dst;
-    xform xf;
-} load_item;
-
-/* The tensors of layer lw and where each goes (stacked rows for the fused
- * projections); returns how many (<= 14). */
-static size_t layer_items(const cpu_model *m, const layer_w *lw, load_item *it) {
-    const size_t H = m->H;
-    size_t n = 0;
-    it[n++] = (load_item){"input_layernorm.weight", lw->in_norm, ONE_PLUS};
-    it[n++] = (load_item){"post_attention_layernorm.weight", lw->post_norm, ONE_PLUS};
-    it[n++] = (load_item){"mlp.gate_proj.weight", lw->mlp_in, AS_IS};
-    it[n++] = (load_item){"mlp.up_proj.weight", lw->mlp_in + m->ffn * H, AS_IS};
-    it[n++] = (load_item){"mlp.down_proj.weight", lw->down, AS_IS};
-    if (lw->full) {
-        it[n++] = (load_item){"self_attn.q_proj.weight", lw->a.in, AS_IS};
-        it[n++] = (load_item){"self_attn.k_proj.weight", lw->a.in + m->attn_q2 * H, AS_IS};
-        it[n++] =
-            (load_item){"self_attn.v_proj.weight", lw->a.in + (m->attn_q2 + m->attn_kv) * H, AS_IS};
-        it[n++] = (load_item){"self_attn.o_proj.weight", lw->a.o, AS_IS};
-        it[n++] = (load_item){"self_attn.q_norm.weight", lw->a.q_norm, ONE_PLUS};
-        it[n++] = (load_item){"self_attn.k_norm.weight", lw->a.k_norm, ONE_PLUS};
-        return n;
+/* Where a described tensor goes in this layer (or in the model). */
+static float *target(const cpu_model *m, const layer_w *lw, vw_qwen35_target tg) {
+    switch (tg) {
+    case VW_QWEN35_EMBED:
+        return m->embed;
+    case VW_QWEN35_FINAL_NORM:
+        return m->final_norm;
+    case VW_QWEN35_IN_NORM:
+        return lw->in_norm;
+    case VW_QWEN35_POST_NORM:
+        return lw->post_norm;
+    case VW_QWEN35_MLP_IN:
+        return lw->mlp_in;
+    case VW_QWEN35_DOWN:
+        return lw->down;
+    case VW_QWEN35_ATTN_IN:
+        return lw->a.in;
+    case VW_QWEN35_ATTN_O:
+        return lw->a.o;
+    case VW_QWEN35_Q_NORM:
+        return lw->a.q_norm;
+    case VW_QWEN35_K_NORM:
+        return lw->a.k_norm;
+    case VW_QWEN35_GDN_IN:
+        return lw->g.in;
+    case VW_QWEN35_CONV:
+        return lw->g.conv;
+    case VW_QWEN35_DT_BIAS:
+        return lw->g.dt_bias;
+    case VW_QWEN35_A:
+        return lw->g.A;
+    case VW_QWEN35_GDN_NORM:
+        return lw->g.norm;
+    case VW_QWEN35_GDN_OUT:
+        return lw->g.out;
     }
-    it[n++] = (load_item){"linear_attn.in_proj_qkv.weight", lw->g.in, AS_IS};
-    it[n++] = (load_item){"linear_attn.in_proj_z.weight", lw->g.in + m->cd * H, AS_IS};
-    it[n++] = (load_item){"linear_attn.in_proj_b.weight", lw->g.in + (m->cd + m->vd) * H, AS_IS};
-    it[n++] =
-        (load_item){"linear_attn.in_proj_a.weight", lw->g.in + (m->cd + m->vd + m->Hv) * H, AS_IS};
-    it[n++] = (load_item){"linear_attn.conv1d.weight", lw->g.conv, AS_IS};
-    it[n++] = (load_item){"linear_attn.dt_bias", lw->g.dt_bias, AS_IS};
-    it[n++] = (load_item){"linear_attn.A_log", lw->g.A, NEG_EXP};
-    it[n++] = (load_item){"linear_attn.norm.weight", lw->g.norm, AS_IS};
-    it[n++] = (load_item){"linear_attn.out_proj.weight", lw->g.out, AS_IS};
-    return n;
+    return NULL;
 }
 
+/* The layer's tensors as qwen35_config.h describes them: stacked projections
+ * start at their row of the target. */
 static vw_status load_layer(const cpu_model *m, const vw_bundle *b, int l, const layer_w *lw,
                             vw_err *err) {
-    load_item it[16];
-    size_t n = layer_items(m, lw, it);
+    vw_qwen35_tensor ts[VW_QWEN35_LAYER_TENSORS_MAX];
+    size_t n = vw_qwen35_layer_tensors(&m->c, lw->full, ts);
     vw_status st = VW_OK;
     for (size_t i = 0; i < n && st == VW_OK; i++)
-        st = load(b, l, it[i].name, it[i].dst, it[i].xf, err);
+        st = load(b, l, &ts[i], target(m, lw, ts[i].target) + ts[i].row * m->d.H, err);
     return st;
 }
 
@@ -146,7 +135,7 @@ static vw_status model_load(const vw_bundle *b, cpu_model **out, vw_err *err) {
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cpu backbone");
     m->c = *vw_bundle_backbone_config(b);
     derive_dims(m);
-    size_t total = (size_t)m->c.vocab * m->H + m->H;
+    size_t total = (size_t)m->c.vocab * m->d.H + m->d.H;
     for (int32_t l = 0; l < m->c.n_layers; l++)
         total += layer_floats(m, m->c.full_attention[l]);
     vw_status st = VW_OK;
@@ -157,7 +146,7 @@ static vw_status model_load(const vw_bundle *b, cpu_model **out, vw_err *err) {
         goto done;
     }
     float *p = m->arena;
-    m->embed = take(&p, (size_t)m->c.vocab * m->H), m->final_norm = take(&p, m->H);
+    m->embed = take(&p, (size_t)m->c.vocab * m->d.H), m->final_norm = take(&p, m->d.H);
     size_t n_attn = 0, n_gdn = 0;
     for (int32_t l = 0; l < m->c.n_layers; l++) {
         layer_w *lw = &m->layers[l];
@@ -165,9 +154,10 @@ static vw_status model_load(const vw_bundle *b, cpu_model **out, vw_err *err) {
         lw->slot = lw->full ? n_attn++ : n_gdn++;
         slice_layer(m, lw, &p);
     }
-    st = load(b, -1, "embed_tokens.weight", m->embed, AS_IS, err);
-    if (st == VW_OK)
-        st = load(b, -1, "norm.weight", m->final_norm, ONE_PLUS, err);
+    vw_qwen35_tensor top[VW_QWEN35_MODEL_TENSORS];
+    vw_qwen35_model_tensors(&m->c, top);
+    for (size_t i = 0; i < VW_QWEN35_MODEL_TENSORS && st == VW_OK; i++)
+        st = load(b, -1, &top[i], target(m, NULL, top[i].target), err);
     for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++)
         st = load_layer(m, b, l, &m->layers[l], err);
 done:
@@ -190,24 +180,24 @@ typedef struct call_mem {
 /* One allocation for a call: scratch for segments <= T tokens after <= P
  * prefix tokens, the prefix state and a block's copy of the GDN state. */
 static vw_status call_alloc(const cpu_model *m, size_t T, size_t P, call_mem *cm, vw_err *err) {
-    const size_t big = m->gdn_in > m->attn_in ? m->gdn_in : m->attn_in;
-    const size_t core = m->vd > m->Hq * m->hd ? m->vd : m->Hq * m->hd;
-    size_t sizes[] = {T * m->H,
-                      T * m->H,
+    const size_t big = m->d.gdn_in > m->d.attn_in ? m->d.gdn_in : m->d.attn_in;
+    const size_t core = m->d.vd > m->d.Hq * m->d.hd ? m->d.vd : m->d.Hq * m->d.hd;
+    size_t sizes[] = {T * m->d.H,
+                      T * m->d.H,
                       T * big,
-                      T * m->cd,
+                      T * m->d.cd,
                       T * core,
-                      T * 2 * m->Hv,
-                      (size_t)VW_MLP_ROWS * 2 * m->ffn,
-                      T * m->rot / 2,
-                      T * m->rot / 2,
-                      m->Hq * T * m->hd,
+                      T * 2 * m->d.Hv,
+                      (size_t)VW_MLP_ROWS * 2 * m->d.F,
+                      T * m->d.rot / 2,
+                      T * m->d.rot / 2,
+                      m->d.Hq * T * m->d.hd,
                       (size_t)VW_ATTN_TILE * (P + T),
-                      vw_gdn_workspace_floats(m->dk, m->dv),
-                      2 * m->Hk * T * m->hd,
-                      m->n_gdn * m->gdn_state,
-                      m->n_gdn * m->gdn_state,
-                      m->n_attn * 2 * m->Hk * P * m->hd};
+                      vw_gdn_workspace_floats(m->d.dk, m->d.dv),
+                      2 * m->d.Hk * T * m->d.hd,
+                      m->d.n_gdn * m->gdn_state,
+                      m->d.n_gdn * m->gdn_state,
+                      m->d.n_attn * 2 * m->d.Hk * P * m->d.hd};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         total += sizes[i];
@@ -232,14 +222,14 @@ static vw_status call_alloc(const cpu_model *m, size_t T, size_t P, call_mem *cm
 static float *readouts(const cpu_model *m, const float *h, const int32_t *idx, size_t n,
                        float *rows) {
     for (size_t i = 0; i < n; i++)
-        vw_rmsnorm(h + (size_t)idx[i] * m->H, m->H, rows + i * m->H, m->H, 1, m->H, m->final_norm,
-                   m->c.rms_eps);
-    return rows + n * m->H;
+        vw_rmsnorm(h + (size_t)idx[i] * m->d.H, m->d.H, rows + i * m->d.H, m->d.H, 1, m->d.H,
+                   m->final_norm, m->c.rms_eps);
+    return rows + n * m->d.H;
 }
 
 static float *run_tree(const cpu_model *m, call_mem *cm, const vw_tree *tr, float *rows) {
     const size_t P = cm->sc.cap_past;
-    memset(cm->prefix_gdn, 0, m->n_gdn * m->gdn_state * sizeof(float));
+    memset(cm->prefix_gdn, 0, m->d.n_gdn * m->gdn_state * sizeof(float));
     cpu_segment seg = {.ids = tr->prefix,
                        .T = tr->n_prefix,
                        .pos0 = 0,
@@ -250,7 +240,7 @@ static float *run_tree(const cpu_model *m, call_mem *cm, const vw_tree *tr, floa
     rows = readouts(m, cm->sc.h, tr->prefix_readouts, tr->n_prefix_readouts, rows);
     for (size_t bi = 0; bi < tr->n_blocks; bi++) {
         const vw_block *bl = &tr->blocks[bi];
-        memcpy(cm->block_gdn, cm->prefix_gdn, m->n_gdn * m->gdn_state * sizeof(float));
+        memcpy(cm->block_gdn, cm->prefix_gdn, m->d.n_gdn * m->gdn_state * sizeof(float));
         cpu_segment bs = {.ids = bl->ids,
                           .T = bl->n_ids,
                           .pos0 = tr->n_prefix,
@@ -266,12 +256,8 @@ static float *run_tree(const cpu_model *m, call_mem *cm, const vw_tree *tr, floa
 
 static vw_status cpu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                              vw_err *err) {
-    const cpu_model *m = ex->impl;
-    vw_status st = vw_trees_validate(trees, n_trees, m->c.vocab, err);
-    if (st != VW_OK)
-        return st;
-    if (!n_trees)
-        return VW_FAIL(err, VW_EINVAL, "bad_tree", "empty batch of trees");
+    const cpu_model *m = ex->impl; /* trees validated by vw_executor_forward */
+    vw_status st = VW_OK;
     size_t T = 0, P = 0;
     for (size_t t = 0; t < n_trees; t++) {
         P = trees[t].n_prefix > P ? trees[t].n_prefix : P;
@@ -308,7 +294,8 @@ vw_status vw_backbone_cpu_new(const vw_bundle *b, vw_executor **out, vw_err *err
         return st;
     }
     ex->ops = &cpu_ops;
-    ex->hidden = m->H;
+    ex->hidden = m->d.H;
+    ex->vocab = m->c.vocab;
     ex->impl = m;
     *out = ex;
     return VW_OK;

@@ -2,8 +2,9 @@
  * weights and drives trees; backbone_layers.c runs one segment through the
  * layers). Not a public contract: only those two files include it.
  *
- * Shapes: H hidden, F = ffn intermediate, Hq/Hk attention heads of hd, Hv/Hk' GDN
- * heads of dv/dk, kd = Hk'*dk, vd = Hv*dv, cd = 2*kd + vd (conv channels).
+ * Shapes: the widths of vw_qwen35_dims (qwen35_config.h): H hidden, F ffn,
+ * Hq/Hk attention heads of hd, Hv/Hkl GDN heads of dv/dk, kd = Hkl*dk,
+ * vd = Hv*dv, cd = 2*kd + vd (conv channels).
  */
 #ifndef VW_BACKBONE_CPU_IMPL_H
 #define VW_BACKBONE_CPU_IMPL_H
@@ -33,16 +34,14 @@ typedef struct layer_w {
     size_t slot;                /* index among layers of the same kind */
     float *in_norm, *post_norm; /* [H], stored as 1 + w */
     float *mlp_in;              /* [2*F, H]: gate | up */
-    float *down;                /* [H, ffn] */
+    float *down;                /* [H, F] */
     gdn_w g;
     attn_w a;
 } layer_w;
 
 typedef struct cpu_model {
     vw_qwen35_config c;
-    size_t H, ffn, hd, Hq, Hk, rot, Hv, Hkl, dk, dv, kd, vd, cd, K;
-    size_t gdn_in, attn_q2, attn_kv, attn_in; /* stacked widths */
-    size_t n_gdn, n_attn;
+    vw_qwen35_dims d;
     size_t gdn_state;  /* floats per GDN layer: S [Hv,dk,dv] then history [K-1, cd] */
     float *embed;      /* [vocab, H] */
     float *final_norm; /* [H], 1 + w */

@@ -14,19 +14,20 @@
 /* §3.5: Gated DeltaNet. x [T,H] normed input; adds out_proj(...) into h. */
 static void gdn_layer(const cpu_model *m, const gdn_w *w, cpu_scratch *sc, size_t T, float *state,
                       float *h) {
-    const size_t H = m->H, cd = m->cd, kd = m->kd, vd = m->vd, Hv = m->Hv, W = m->gdn_in;
-    float *S = state, *hist = state + Hv * m->dk * m->dv;
+    const size_t H = m->d.H, cd = m->d.cd, kd = m->d.kd, vd = m->d.vd, Hv = m->d.Hv,
+                 W = m->d.gdn_in;
+    float *S = state, *hist = state + Hv * m->d.dk * m->d.dv;
     /* 1. qkv | z | b | a = x W^T  -> big [T, W] */
     vw_linear(sc->x, H, w->in, sc->big, W, T, W, H, 0);
     /* 2-3. causal depthwise conv over qkv (history = previous K-1 rows) + SiLU */
-    vw_causal_conv_silu(sc->big, W, hist, w->conv, T, cd, m->K, sc->conv);
-    vw_conv_history(sc->big, W, T, cd, m->K, hist);
+    vw_causal_conv_silu(sc->big, W, hist, w->conv, T, cd, m->d.K, sc->conv);
+    vw_conv_history(sc->big, W, T, cd, m->d.K, hist);
     /* 7. q, k per key head: l2norm (eps 1e-6 inside the root), q also * dk^-0.5 */
-    const float qscale = 1.0f / sqrtf((float)m->dk);
+    const float qscale = 1.0f / sqrtf((float)m->d.dk);
     for (size_t t = 0; t < T; t++)
-        for (size_t kh = 0; kh < m->Hkl; kh++) {
-            vw_l2norm_scale(sc->conv + t * cd + kh * m->dk, m->dk, 1e-6f, qscale);
-            vw_l2norm_scale(sc->conv + t * cd + kd + kh * m->dk, m->dk, 1e-6f, 1.0f);
+        for (size_t kh = 0; kh < m->d.Hkl; kh++) {
+            vw_l2norm_scale(sc->conv + t * cd + kh * m->d.dk, m->d.dk, 1e-6f, qscale);
+            vw_l2norm_scale(sc->conv + t * cd + kd + kh * m->d.dk, m->d.dk, 1e-6f, 1.0f);
         }
     /* 5-6. g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b) */
     float *g = sc->gb, *beta = sc->gb + T * Hv;
@@ -39,10 +40,10 @@ static void gdn_layer(const cpu_model *m, const gdn_w *w, cpu_scratch *sc, size_
     }
     /* 8. gated delta rule from the incoming state -> core [T, vd] */
     vw_gdn_io io = {.T = T,
-                    .Hk = m->Hkl,
+                    .Hk = m->d.Hkl,
                     .Hv = Hv,
-                    .dk = m->dk,
-                    .dv = m->dv,
+                    .dk = m->d.dk,
+                    .dv = m->d.dv,
                     .q = sc->conv,
                     .k = sc->conv + kd,
                     .v = sc->conv + 2 * kd,
@@ -55,7 +56,7 @@ static void gdn_layer(const cpu_model *m, const gdn_w *w, cpu_scratch *sc, size_
                     .ldo = vd};
     vw_gdn_chunked(&io, 0, Hv, S, sc->gdn_ws);
     /* 9. gated RMSNorm per (t, head): w * norm(o) * silu(z) */
-    vw_rmsnorm(sc->core, m->dv, sc->core, m->dv, T * Hv, m->dv, w->norm, m->c.rms_eps);
+    vw_rmsnorm(sc->core, m->d.dv, sc->core, m->d.dv, T * Hv, m->d.dv, w->norm, m->c.rms_eps);
     for (size_t t = 0; t < T; t++) {
         const float *z = sc->big + t * W + cd;
         float *o = sc->core + t * vd;
@@ -69,20 +70,20 @@ static void gdn_layer(const cpu_model *m, const gdn_w *w, cpu_scratch *sc, size_
 /* §3.4 steps 1-4: q/gate split, q/k norm, partial RoPE; K/V into kv. */
 static void attn_prep(const cpu_model *m, const attn_w *w, cpu_scratch *sc, size_t T, float *kv,
                       size_t cap) {
-    const size_t hd = m->hd, W = m->attn_in, half = m->rot / 2;
-    float *K = kv, *V = kv + m->Hk * cap * hd;
+    const size_t hd = m->d.hd, W = m->d.attn_in, half = m->d.rot / 2;
+    float *K = kv, *V = kv + m->d.Hk * cap * hd;
     for (size_t t = 0; t < T; t++) {
         const float *row = sc->big + t * W, *cs = sc->cos_t + t * half, *sn = sc->sin_t + t * half;
-        for (size_t hq = 0; hq < m->Hq; hq++) {
+        for (size_t hq = 0; hq < m->d.Hq; hq++) {
             float *q = sc->Q + (hq * T + t) * hd;
             vw_rmsnorm(row + hq * 2 * hd, hd, q, hd, 1, hd, w->q_norm, m->c.rms_eps);
-            vw_rope_apply(q, m->rot, cs, sn);
+            vw_rope_apply(q, m->d.rot, cs, sn);
         }
-        for (size_t g = 0; g < m->Hk; g++) {
+        for (size_t g = 0; g < m->d.Hk; g++) {
             float *k = K + (g * cap + t) * hd;
-            vw_rmsnorm(row + m->attn_q2 + g * hd, hd, k, hd, 1, hd, w->k_norm, m->c.rms_eps);
-            vw_rope_apply(k, m->rot, cs, sn);
-            memcpy(V + (g * cap + t) * hd, row + m->attn_q2 + m->attn_kv + g * hd,
+            vw_rmsnorm(row + m->d.attn_q2 + g * hd, hd, k, hd, 1, hd, w->k_norm, m->c.rms_eps);
+            vw_rope_apply(k, m->d.rot, cs, sn);
+            memcpy(V + (g * cap + t) * hd, row + m->d.attn_q2 + m->d.attn_kv + g * hd,
                    hd * sizeof(float));
         }
     }
@@ -106,7 +107,7 @@ static void pv_gemm(const float *P, size_t ldp, const float *V, float *O, size_t
  * in query tiles so the score buffer stays [TILE, n_past + T]. */
 static void attn_head(const cpu_model *m, cpu_scratch *sc, size_t T, size_t hq, const float *pK,
                       const float *pV, size_t n_past, const float *cK, const float *cV) {
-    const size_t hd = m->hd, ldo = m->Hq * hd;
+    const size_t hd = m->d.hd, ldo = m->d.Hq * hd;
     const float scale = 1.0f / sqrtf((float)hd);
     const float *Q = sc->Q + hq * T * hd;
     for (size_t i0 = 0; i0 < T; i0 += VW_ATTN_TILE) {
@@ -131,14 +132,14 @@ static void attn_head(const cpu_model *m, cpu_scratch *sc, size_t T, size_t hq, 
 static void attn_layer(const cpu_model *m, const layer_w *lw, cpu_scratch *sc,
                        const cpu_segment *seg, float *h) {
     const attn_w *w = &lw->a;
-    const size_t T = seg->T, hd = m->hd, W = m->attn_in, Hk = m->Hk;
-    vw_linear(sc->x, m->H, w->in, sc->big, W, T, W, m->H, 0);
+    const size_t T = seg->T, hd = m->d.hd, W = m->d.attn_in, Hk = m->d.Hk;
+    vw_linear(sc->x, m->d.H, w->in, sc->big, W, T, W, m->d.H, 0);
     size_t cap = seg->keep_kv ? seg->keep_cap : sc->cap_T;
     float *kv = seg->keep_kv ? seg->keep_kv + lw->slot * 2 * Hk * cap * hd : sc->kv;
     const float *past = seg->past_kv ? seg->past_kv + lw->slot * 2 * Hk * seg->past_cap * hd : NULL;
     attn_prep(m, w, sc, T, kv, cap);
-    for (size_t hq = 0; hq < m->Hq; hq++) {
-        size_t g = hq / (m->Hq / Hk); /* GQA: kv head = h // (Hq/Hk) */
+    for (size_t hq = 0; hq < m->d.Hq; hq++) {
+        size_t g = hq / (m->d.Hq / Hk); /* GQA: kv head = h // (Hq/Hk) */
         const float *pK = past ? past + g * seg->past_cap * hd : NULL;
         const float *pV = past ? past + (Hk + g) * seg->past_cap * hd : NULL;
         attn_head(m, sc, T, hq, pK, pV, past ? seg->n_past : 0, kv + g * cap * hd,
@@ -147,18 +148,18 @@ static void attn_layer(const cpu_model *m, const layer_w *lw, cpu_scratch *sc,
     /* §3.4 step 6: o *= sigmoid(gate); each head's gate follows its query */
     for (size_t t = 0; t < T; t++) {
         const float *row = sc->big + t * W;
-        float *o = sc->core + t * m->Hq * hd;
-        for (size_t hq = 0; hq < m->Hq; hq++)
+        float *o = sc->core + t * m->d.Hq * hd;
+        for (size_t hq = 0; hq < m->d.Hq; hq++)
             for (size_t d = 0; d < hd; d++)
                 o[hq * hd + d] *= vw_sigmoidf(row[hq * 2 * hd + hd + d]);
     }
-    vw_linear(sc->core, m->Hq * hd, w->o, h, m->H, T, m->H, m->Hq * hd, 1);
+    vw_linear(sc->core, m->d.Hq * hd, w->o, h, m->d.H, T, m->d.H, m->d.Hq * hd, 1);
 }
 
 /* §3.6: h += down(silu(gate(x)) * up(x)), x = post-norm(h), in row blocks so
  * the [rows, 2I] buffer stays small. */
 static void mlp_block(const cpu_model *m, const layer_w *lw, cpu_scratch *sc, size_t T, float *h) {
-    const size_t H = m->H, F = m->ffn;
+    const size_t H = m->d.H, F = m->d.F;
     vw_rmsnorm(h, H, sc->x, H, T, H, lw->post_norm, m->c.rms_eps);
     for (size_t r0 = 0; r0 < T; r0 += VW_MLP_ROWS) {
         size_t n = T - r0 < VW_MLP_ROWS ? T - r0 : VW_MLP_ROWS;
@@ -173,11 +174,11 @@ static void mlp_block(const cpu_model *m, const layer_w *lw, cpu_scratch *sc, si
 }
 
 void vw_cpu_run_segment(const cpu_model *m, cpu_scratch *sc, const cpu_segment *seg) {
-    const size_t T = seg->T, H = m->H;
+    const size_t T = seg->T, H = m->d.H;
     float *h = sc->h;
     for (size_t t = 0; t < T; t++) /* §3.1: embedding, no scaling */
         memcpy(h + t * H, m->embed + (size_t)seg->ids[t] * H, H * sizeof *h);
-    vw_rope_tables(seg->pos0, T, m->rot, m->c.rope_theta, sc->cos_t, sc->sin_t);
+    vw_rope_tables(seg->pos0, T, m->d.rot, m->c.rope_theta, sc->cos_t, sc->sin_t);
     for (int32_t l = 0; l < m->c.n_layers; l++) { /* §3.3: pre-norm residual layout */
         const layer_w *lw = &m->layers[l];
         vw_rmsnorm(h, H, sc->x, H, T, H, lw->in_norm, m->c.rms_eps);

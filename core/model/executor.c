@@ -57,6 +57,11 @@ vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_tr
                               vw_err *err) {
     if (!ex || !ex->ops || !ex->ops->forward)
         return VW_FAIL(err, VW_EINVAL, "no_executor", "executor is not initialised");
+    vw_status st = vw_trees_validate(trees, n_trees, ex->vocab, err);
+    if (st != VW_OK)
+        return st;
+    if (!n_trees)
+        return VW_FAIL(err, VW_EINVAL, "bad_tree", "empty batch of trees");
     return ex->ops->forward(ex, trees, n_trees, rows, err);
 }
 

@@ -64,14 +64,16 @@ typedef struct vw_executor_ops {
 struct vw_executor {
     const vw_executor_ops *ops;
     size_t hidden; /* width of one output row */
+    int32_t vocab; /* token ids must be below it (vw_executor_forward checks) */
     void *impl;    /* backend state, owned */
 };
 
 /* Total number of readout rows of a batch of trees. */
 size_t vw_trees_readout_count(const vw_tree *trees, size_t n_trees);
 
-/* Checks the structural rules above (ids < vocab, readouts in range, n >= 1).
- * Backends call it first; it names the first offending tree/block/index. */
+/* Checks the structural rules above (ids < vocab, readouts in range, n >= 1);
+ * it names the first offending tree/block/index. vw_executor_forward calls it
+ * (and refuses an empty batch) before a backend's forward runs. */
 vw_status vw_trees_validate(const vw_tree *trees, size_t n_trees, int32_t vocab, vw_err *err);
 
 /* rows: [vw_trees_readout_count(trees, n_trees) x ex->hidden] floats, caller-owned. */
