@@ -142,14 +142,9 @@ struct staging {
 // FP32, as the CPU backend does.
 vw_status upload(const cu_model *m, const vw_bundle *b, int l, const vw_qwen35_tensor *d, void *dst,
                  staging *sg, vw_err *err) {
-    char full[128];
-    if (l >= 0)
-        snprintf(full, sizeof full, "layers.%d.%s", l, d->name);
-    else
-        snprintf(full, sizeof full, "%s", d->name);
-    const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
+    const vw_st_tensor *t = vw_bundle_layer_tensor(b, l, d->name, err);
     if (!t)
-        return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
+        return VW_EINVAL;
     const bool bf16 = d->matrix && vw_cuda_bf16_weights(m->opts.precision);
     const vw_qwen35_xform xf = d->xf;
     vw_status st = VW_OK;
@@ -157,7 +152,7 @@ vw_status upload(const cu_model *m, const vw_bundle *b, int l, const vw_qwen35_t
         st = VW_CUDA_TRY(err, cudaMemcpy(dst, t->data, t->numel * 2, cudaMemcpyHostToDevice));
     } else {
         if (!sg->reserve(t->numel))
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "staging %s (%zu floats)", full,
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "staging %s (%zu floats)", t->name,
                            t->numel);
         if ((st = vw_st_to_f32(t, sg->f, err)) != VW_OK)
             return st;
@@ -176,40 +171,7 @@ vw_status upload(const cu_model *m, const vw_bundle *b, int l, const vw_qwen35_t
 
 // Where a described tensor goes on the device (lw: its layer, or NULL).
 void *target(const cu_model *m, const cu_layer_w *lw, vw_qwen35_target tg) {
-    switch (tg) {
-    case VW_QWEN35_EMBED:
-        return m->embed;
-    case VW_QWEN35_FINAL_NORM:
-        return m->final_norm;
-    case VW_QWEN35_IN_NORM:
-        return lw->in_norm;
-    case VW_QWEN35_POST_NORM:
-        return lw->post_norm;
-    case VW_QWEN35_MLP_IN:
-        return lw->mlp_in;
-    case VW_QWEN35_DOWN:
-        return lw->down;
-    case VW_QWEN35_ATTN_IN:
-        return lw->a.in;
-    case VW_QWEN35_ATTN_O:
-        return lw->a.o;
-    case VW_QWEN35_Q_NORM:
-        return lw->a.q_norm;
-    case VW_QWEN35_K_NORM:
-        return lw->a.k_norm;
-    case VW_QWEN35_GDN_IN:
-        return lw->g.in;
-    case VW_QWEN35_CONV:
-        return lw->g.conv;
-    case VW_QWEN35_DT_BIAS:
-        return lw->g.dt_bias;
-    case VW_QWEN35_A:
-        return lw->g.A;
-    case VW_QWEN35_GDN_NORM:
-        return lw->g.norm;
-    case VW_QWEN35_GDN_OUT:
-        return lw->g.out;
-    }
+    switch (tg) { VW_QWEN35_TARGET_CASES(m, lw); }
     return nullptr;
 }
 

@@ -53,14 +53,9 @@ static void slice_layer(cpu_model *m, layer_w *lw, float **p) {
  * description says (1 + w, -exp), then drops its pages from the resident set. */
 static vw_status load(const vw_bundle *b, int l, const vw_qwen35_tensor *t, float *dst,
                       vw_err *err) {
-    char full[128];
-    if (l >= 0)
-        snprintf(full, sizeof full, "layers.%d.%s", l, t->name);
-    else
-        snprintf(full, sizeof full, "%s", t->name);
-    const vw_st_tensor *st_t = vw_bundle_backbone_tensor(b, full);
+    const vw_st_tensor *st_t = vw_bundle_layer_tensor(b, l, t->name, err);
     if (!st_t)
-        return VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
+        return VW_EINVAL;
     vw_status st = vw_st_to_f32(st_t, dst, err);
     if (st != VW_OK)
         return st;
@@ -72,40 +67,7 @@ static vw_status load(const vw_bundle *b, int l, const vw_qwen35_tensor *t, floa
 
 /* Where a described tensor goes in this layer (or in the model). */
 static float *target(const cpu_model *m, const layer_w *lw, vw_qwen35_target tg) {
-    switch (tg) {
-    case VW_QWEN35_EMBED:
-        return m->embed;
-    case VW_QWEN35_FINAL_NORM:
-        return m->final_norm;
-    case VW_QWEN35_IN_NORM:
-        return lw->in_norm;
-    case VW_QWEN35_POST_NORM:
-        return lw->post_norm;
-    case VW_QWEN35_MLP_IN:
-        return lw->mlp_in;
-    case VW_QWEN35_DOWN:
-        return lw->down;
-    case VW_QWEN35_ATTN_IN:
-        return lw->a.in;
-    case VW_QWEN35_ATTN_O:
-        return lw->a.o;
-    case VW_QWEN35_Q_NORM:
-        return lw->a.q_norm;
-    case VW_QWEN35_K_NORM:
-        return lw->a.k_norm;
-    case VW_QWEN35_GDN_IN:
-        return lw->g.in;
-    case VW_QWEN35_CONV:
-        return lw->g.conv;
-    case VW_QWEN35_DT_BIAS:
-        return lw->g.dt_bias;
-    case VW_QWEN35_A:
-        return lw->g.A;
-    case VW_QWEN35_GDN_NORM:
-        return lw->g.norm;
-    case VW_QWEN35_GDN_OUT:
-        return lw->g.out;
-    }
+    switch (tg) { VW_QWEN35_TARGET_CASES(m, lw); }
     return NULL;
 }
 

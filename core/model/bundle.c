@@ -629,6 +629,19 @@ const vw_st_tensor *vw_bundle_backbone_tensor(const vw_bundle *b, const char *na
     return e && e->backbone ? e->t : NULL;
 }
 
+const vw_st_tensor *vw_bundle_layer_tensor(const vw_bundle *b, int layer, const char *name,
+                                           vw_err *err) {
+    char full[128];
+    if (layer >= 0)
+        snprintf(full, sizeof full, "layers.%d.%s", layer, name);
+    else
+        snprintf(full, sizeof full, "%s", name);
+    const vw_st_tensor *t = vw_bundle_backbone_tensor(b, full);
+    if (!t)
+        VW_FAIL(err, VW_EINVAL, "missing_tensor", "backbone tensor '%s' is missing", full);
+    return t;
+}
+
 void vw_bundle_drop_pages(const vw_bundle *b, const vw_st_tensor *t) {
     const entry *e = t ? lookup(b, t->name) : NULL;
     if (e)

@@ -93,6 +93,10 @@ const char *vw_bundle_tokenizer_json(const vw_bundle *b, size_t *len);
 /* A backbone tensor by its prefix-free HF name ("layers.3.self_attn.q_proj.
  * weight"), or NULL. Its shape and dtype were checked at open. */
 const vw_st_tensor *vw_bundle_backbone_tensor(const vw_bundle *b, const char *name);
+/* The same for a described tensor (qwen35_config.h): "layers.<layer>.<name>",
+ * or name itself for layer -1; NULL with VW_EINVAL "missing_tensor" naming it. */
+const vw_st_tensor *vw_bundle_layer_tensor(const vw_bundle *b, int layer, const char *name,
+                                           vw_err *err);
 /* Any tensor of the package by full name (shards, then broad head), or NULL. */
 const vw_st_tensor *vw_bundle_find(const vw_bundle *b, const char *name);
 /* Drops the pages behind a tensor from the resident set (after upcasting). */

@@ -106,6 +106,44 @@ typedef struct vw_qwen35_tensor {
 
 enum { VW_QWEN35_LAYER_TENSORS_MAX = 16, VW_QWEN35_MODEL_TENSORS = 2 };
 
+/* The cases of a switch on a vw_qwen35_target that return the buffer a
+ * backend keeps for it: both backends name their buffers alike (the model's
+ * embed and final_norm; a layer's in_norm, post_norm, mlp_in, down,
+ * a.{in,o,q_norm,k_norm} and g.{in,conv,dt_bias,A,norm,out}). */
+#define VW_QWEN35_TARGET_CASES(model, layer)                                                       \
+    case VW_QWEN35_EMBED:                                                                          \
+        return (model)->embed;                                                                     \
+    case VW_QWEN35_FINAL_NORM:                                                                     \
+        return (model)->final_norm;                                                                \
+    case VW_QWEN35_IN_NORM:                                                                        \
+        return (layer)->in_norm;                                                                   \
+    case VW_QWEN35_POST_NORM:                                                                      \
+        return (layer)->post_norm;                                                                 \
+    case VW_QWEN35_MLP_IN:                                                                         \
+        return (layer)->mlp_in;                                                                    \
+    case VW_QWEN35_DOWN:                                                                           \
+        return (layer)->down;                                                                      \
+    case VW_QWEN35_ATTN_IN:                                                                        \
+        return (layer)->a.in;                                                                      \
+    case VW_QWEN35_ATTN_O:                                                                         \
+        return (layer)->a.o;                                                                       \
+    case VW_QWEN35_Q_NORM:                                                                         \
+        return (layer)->a.q_norm;                                                                  \
+    case VW_QWEN35_K_NORM:                                                                         \
+        return (layer)->a.k_norm;                                                                  \
+    case VW_QWEN35_GDN_IN:                                                                         \
+        return (layer)->g.in;                                                                      \
+    case VW_QWEN35_CONV:                                                                           \
+        return (layer)->g.conv;                                                                    \
+    case VW_QWEN35_DT_BIAS:                                                                        \
+        return (layer)->g.dt_bias;                                                                 \
+    case VW_QWEN35_A:                                                                              \
+        return (layer)->g.A;                                                                       \
+    case VW_QWEN35_GDN_NORM:                                                                       \
+        return (layer)->g.norm;                                                                    \
+    case VW_QWEN35_GDN_OUT:                                                                        \
+        return (layer)->g.out
+
 /* The tensors of a layer of the kind given (full attention or Gated DeltaNet),
  * in the inventory's order (norms, token mixer, MLP); returns how many
  * (<= VW_QWEN35_LAYER_TENSORS_MAX). */
