@@ -27,6 +27,7 @@ struct vw_consumer {
     int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
     bool group_unsteady;       /* statistics: this member is rejoining the group */
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
+    atomic_bool join_lines;    /* a join-state log line was read (joining is live) */
     atomic_bool joined_group; /* a JoinGroup succeeded (-> wait-sync, wait-join -> wait-metadata) */
     bool assigned_once;       /* a rebalance callback came (see destroy_would_abort) */
     bool sticky_assignor;     /* partition.assignment.strategy may pick cooperative-sticky */
@@ -50,6 +51,7 @@ static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const
         if (arrow) {
             const char *to = arrow + 4;
             atomic_store(&w->cons->joining, strncmp(to, "steady ", 7) != 0);
+            atomic_store(&w->cons->join_lines, true);
             /* A JoinGroup answer: the follower's wait-sync, or the leader's
              * wait-metadata from wait-join (init -> wait-metadata is not one). */
             if (!strncmp(to, "wait-sync ", 10) ||
@@ -168,10 +170,15 @@ static bool intake_hold_due(struct vw_worker *w) {
 }
 
 /* A rebalance may be running (see hold_commits): async commits wait, and so
- * does the start watchdog (restart_due). The statistics' join state, up to an
- * interval late, only adds to it. */
+ * does the start watchdog (restart_due). The statistics' join state is the
+ * same state up to a statistics interval late: it counts only while no
+ * join-state log line has been read (a librdkafka that stopped writing them).
+ * Until 2026-12-04 it always counted, and held every commit for up to an
+ * interval after each assignment: on librdkafka 2.16, whose mock acknowledges
+ * the first produce at once, a crash in that interval replayed everything
+ * answered since the assignment (64 duplicates for a bound of 16). */
 static bool rebalance_running(struct vw_worker *w) {
-    return intake_hold_due(w) || w->cons->group_unsteady;
+    return intake_hold_due(w) || (w->cons->group_unsteady && !atomic_load(&w->cons->join_lines));
 }
 
 static bool cooperative(rd_kafka_t *rk) {
