@@ -28,6 +28,9 @@ struct vw_consumer {
     bool group_unsteady;       /* statistics: this member is rejoining the group */
     atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
     atomic_bool join_lines;    /* a join-state log line was read (joining is live) */
+    bool wa_4059;              /* librdkafka < 2.10.0: hold commits while rejoining (#4059) */
+    bool wa_4312;              /* librdkafka < 2.3.0: destroy may abort (#4312) */
+    bool kip848;               /* group.protocol consumer: the broker assigns (KIP-848) */
     atomic_bool joined_group; /* a JoinGroup succeeded (-> wait-sync, wait-join -> wait-metadata) */
     bool assigned_once;       /* a rebalance callback came (see destroy_would_abort) */
     bool sticky_assignor;     /* partition.assignment.strategy may pick cooperative-sticky */
@@ -39,29 +42,37 @@ struct vw_consumer {
 
 /* ---- callbacks (all on the Kafka thread) -------------------------------- */
 
-/* librdkafka threads. "CGRPJOINSTATE" lines ("Group "g" changed join state
- * wait-join -> ...") are the only immediate signal that this member is
- * rejoining (librdkafka 2.0.2 has no API for it); see hold_commits. */
+bool vw_consumer_join_line(const char *fac, const char *buf, bool *steady, bool *joined) {
+    if (strcmp(fac, "CGRPJOINSTATE"))
+        return false;
+    /* After the group id, which may itself hold " -> ". */
+    const char *from = strstr(buf, "\" changed join state ");
+    const char *arrow = from ? strstr(from, " -> ") : NULL;
+    if (!arrow)
+        return false;
+    const char *to = arrow + 4;
+    *steady = !strncmp(to, "steady ", 7);
+    /* A JoinGroup answer: the follower's wait-sync, or the leader's
+     * wait-metadata from wait-join (init -> wait-metadata is not one). */
+    *joined =
+        !strncmp(to, "wait-sync ", 10) || (!strncmp(to, "wait-metadata ", 14) && arrow - buf >= 9 &&
+                                           !strncmp(arrow - 9, "wait-join", 9));
+    return true;
+}
+
+/* librdkafka threads. Join-state lines are the only immediate signal that
+ * this member is rejoining (librdkafka has no API for it); see hold_commits. */
 static void log_line(struct vw_worker *w, const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
-    if (!strcmp(fac, "CGRPJOINSTATE")) {
-        /* After the group id, which may itself hold " -> ". */
-        const char *from = strstr(buf, "\" changed join state ");
-        const char *arrow = from ? strstr(from, " -> ") : NULL;
-        if (arrow) {
-            const char *to = arrow + 4;
-            atomic_store(&w->cons->joining, strncmp(to, "steady ", 7) != 0);
-            atomic_store(&w->cons->join_lines, true);
-            /* A JoinGroup answer: the follower's wait-sync, or the leader's
-             * wait-metadata from wait-join (init -> wait-metadata is not one). */
-            if (!strncmp(to, "wait-sync ", 10) ||
-                (!strncmp(to, "wait-metadata ", 14) && arrow - buf >= 9 &&
-                 !strncmp(arrow - 9, "wait-join", 9)))
-                atomic_store(&w->cons->joined_group, true);
-        }
-        if (!w->cons->kafka_debug)
-            return;
+    bool steady, joined;
+    if (vw_consumer_join_line(fac, buf, &steady, &joined)) {
+        atomic_store(&w->cons->joining, !steady);
+        atomic_store(&w->cons->join_lines, true);
+        if (joined)
+            atomic_store(&w->cons->joined_group, true);
     }
+    if (!strcmp(fac, "CGRPJOINSTATE") && !w->cons->kafka_debug)
+        return;
     if (level >= 7 && !w->cons->kafka_debug)
         return; /* debug lines we asked for ourselves */
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
@@ -156,6 +167,10 @@ static int64_t hold_ms(const vw_config *cfg) {
  * held (flow) so that the uncommitted tail stays within what was
  * in flight. Synchronous commits in the rebalance callback itself are always
  * made: the generation is current there. */
+/* On librdkafka 2.10.0 and later (#4059 fixed: such an ILLEGAL_GENERATION no
+ * longer drops the assignment) the join state no longer holds commits or
+ * intake; REBALANCE_IN_PROGRESS and a cooperative revoke still do (those
+ * commits cannot succeed before the rebalance ends). */
 static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
     if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
         return;
@@ -164,21 +179,32 @@ static void hold_commits(struct vw_worker *w, rd_kafka_resp_err_t e) {
     w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
 }
 
-/* This member rejoins, or its commits are held: intake waits (flow). */
-static bool intake_hold_due(struct vw_worker *w) {
-    return atomic_load(&w->cons->joining) || vw_now_ms() < w->cons->commit_hold_until;
+/* librdkafka's join state says this member is rejoining: from its log lines
+ * at once; from statistics, which show the same state up to an interval late,
+ * only while no such line has been read (a librdkafka that stopped writing
+ * them). Until 2026-12-04 the statistics always counted and held every commit
+ * for up to an interval after each assignment: on librdkafka 2.16, whose mock
+ * acknowledges the first produce at once, a crash in that interval replayed
+ * everything answered since the assignment (64 duplicates for a bound of 16). */
+static bool rejoining(struct vw_worker *w) {
+    return atomic_load(&w->cons->joining) ||
+           (w->cons->group_unsteady && !atomic_load(&w->cons->join_lines));
 }
 
-/* A rebalance may be running (see hold_commits): async commits wait, and so
- * does the start watchdog (restart_due). The statistics' join state is the
- * same state up to a statistics interval late: it counts only while no
- * join-state log line has been read (a librdkafka that stopped writing them).
- * Until 2026-12-04 it always counted, and held every commit for up to an
- * interval after each assignment: on librdkafka 2.16, whose mock acknowledges
- * the first produce at once, a crash in that interval replayed everything
- * answered since the assignment (64 duplicates for a bound of 16). */
-static bool rebalance_running(struct vw_worker *w) {
-    return intake_hold_due(w) || (w->cons->group_unsteady && !atomic_load(&w->cons->join_lines));
+/* Commits wait after REBALANCE_IN_PROGRESS or a cooperative revoke (hold_ms). */
+static bool commits_held(struct vw_worker *w) {
+    return vw_now_ms() < w->cons->commit_hold_until;
+}
+
+/* Intake waits while commits are held, and while this member rejoins where
+ * librdkafka #4059 applies (before 2.10.0: see hold_commits). */
+static bool intake_hold_due(struct vw_worker *w) {
+    return commits_held(w) || (w->cons->wa_4059 && atomic_load(&w->cons->joining));
+}
+
+/* Async commits wait (see hold_commits). */
+static bool commit_gate(struct vw_worker *w) {
+    return commits_held(w) || (w->cons->wa_4059 && rejoining(w));
 }
 
 static bool cooperative(rd_kafka_t *rk) {
@@ -265,7 +291,7 @@ static void commit_list(struct vw_worker *w, rd_kafka_topic_partition_list_t *l,
 }
 
 void vw_consumer_commit(struct vw_worker *w, bool sync) {
-    if (w->replay || (!sync && (w->cons->commit_in_flight || rebalance_running(w))))
+    if (w->replay || (!sync && (w->cons->commit_in_flight || commit_gate(w))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(w, NULL);
     if (l) {
@@ -349,7 +375,7 @@ static void restart_due(struct vw_worker *w) {
     int32_t due[MAX];
     w->cons->starts_check = false;
     int64_t timeout = w->cfg->delivery.start_timeout_ms;
-    if (timeout <= 0 || w->stopping || w->fatal || rebalance_running(w))
+    if (timeout <= 0 || w->stopping || w->fatal || commits_held(w) || rejoining(w))
         return;
     size_t k = vw_starts_due(&w->cons->starts, vw_now_ms(), timeout, due, MAX);
     rd_kafka_topic_partition_list_t *cur = NULL;
@@ -417,9 +443,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         revoke_partitions(w, parts, lost);
         if (coop) {
             e = rd_kafka_incremental_unassign(rk, parts);
-            /* A cooperative revoke is followed by a second rebalance round. */
-            w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
-            w->cons->second_round = !lost;
+            /* A classic cooperative revoke is followed by a second rebalance
+             * round; KIP-848 has no rounds (the broker reconciles). */
+            if (!w->cons->kip848) {
+                w->cons->commit_hold_until = vw_now_ms() + hold_ms(w->cfg);
+                w->cons->second_round = !lost;
+            }
         } else {
             re = rd_kafka_assign(rk, NULL);
         }
@@ -434,11 +463,52 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- set-up, polling, pause ---------------------------------------------- */
 
+/* group.protocol: consumer (KIP-848, Kafka 4): the broker runs the group,
+ * assigns partitions (group.remote.assignor) and keeps the session timeout and
+ * heartbeat interval (group.consumer.* on the broker), so librdkafka refuses
+ * the classic group's client settings. */
+static const char *const classic_only[] = {"partition.assignment.strategy", "session.timeout.ms",
+                                           "heartbeat.interval.ms", "group.protocol.type"};
+
+static bool kip848(const vw_config *cfg) {
+    const char *p = vw_kvlist_get(&cfg->kafka.consumer, "group.protocol");
+    if (!p)
+        p = vw_kvlist_get(&cfg->kafka.common, "group.protocol");
+    return p && !strcmp(p, "consumer");
+}
+
+/* A classic-only setting of the user's under group.protocol consumer is named
+ * here rather than in librdkafka's words at rd_kafka_new. */
+static vw_status check_protocol(const vw_config *cfg, vw_err *err) {
+    if (!kip848(cfg))
+        return VW_OK;
+    if (vw_kafka_before(2, 12, 0))
+        return VW_FAIL(err, VW_EINVAL, "kafka_config",
+                       "group.protocol consumer (KIP-848) needs librdkafka 2.12 or later; the one "
+                       "loaded is %s",
+                       rd_kafka_version_str());
+    for (size_t i = 0; i < sizeof classic_only / sizeof *classic_only; i++) {
+        const char *section = vw_kvlist_get(&cfg->kafka.consumer, classic_only[i]) ? "consumer"
+                              : vw_kvlist_get(&cfg->kafka.common, classic_only[i]) ? "common"
+                                                                                   : NULL;
+        if (section)
+            return VW_FAIL(err, VW_EINVAL, "kafka_config",
+                           "kafka%s%s.%s is a setting of the classic group protocol, and "
+                           "group.protocol is consumer: the broker keeps it "
+                           "(group.consumer.* there); remove it",
+                           strcmp(section, "common") ? "." : "",
+                           strcmp(section, "common") ? section : "", classic_only[i]);
+    }
+    return VW_OK;
+}
+
 static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
     const vw_config *cfg = w->cfg;
     char stats[32];
     snprintf(stats, sizeof stats, "%lld", (long long)cfg->metrics.stats_interval_ms);
-    vw_status st = vw_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
+    vw_status st = check_protocol(cfg, err);
+    if (!st && !w->cons->kip848)
+        st = vw_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
     if (!st)
         st = vw_conf_set(conf, "auto.offset.reset", w->replay ? "error" : "earliest", err);
     if (!st)
@@ -495,6 +565,8 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
  * heartbeat can end the session: the assignment is lost and the acknowledged,
  * uncommitted tail is answered again. */
 static void advise_heartbeat(struct vw_worker *w) {
+    if (kip848(w->cfg))
+        return; /* the broker chooses both */
     int64_t session = consumer_ms(w->cfg, "session.timeout.ms", 45000);
     int64_t hb = consumer_ms(w->cfg, "heartbeat.interval.ms", 3000);
     if (!w->replay && 3 * hb > session)
@@ -509,6 +581,9 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     advise_heartbeat(w);
     if (!w->cons && !(w->cons = calloc(1, sizeof *w->cons)))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer state");
+    w->cons->wa_4059 = vw_kafka_before(2, 10, 0);
+    w->cons->wa_4312 = vw_kafka_before(2, 3, 0);
+    w->cons->kip848 = kip848(w->cfg);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     vw_status st = conf ? consumer_conf(w, conf, err)
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
@@ -699,7 +774,7 @@ bool vw_consumer_poll(struct vw_worker *w) {
  * rebalances at startup, would exit 134. The assignor has its state once a
  * rebalance callback came (the SyncGroup answer is handled first). */
 static bool destroy_would_abort(const struct vw_worker *w) {
-    return w->cons->sticky_assignor && atomic_load(&w->cons->joined_group) &&
+    return w->cons->wa_4312 && w->cons->sticky_assignor && atomic_load(&w->cons->joined_group) &&
            !w->cons->assigned_once;
 }
 

@@ -29,6 +29,15 @@ void vw_consumer_commit(struct vw_worker *w, bool sync);
 /* Leaves the group (a last revoke may still produce and commit) and destroys
  * the client. */
 void vw_consumer_close(struct vw_worker *w);
+/* Reads one librdkafka log line (facility, text): true when it is a change
+ * of the group's join state, librdkafka's "CGRPJOINSTATE" debug line `Group
+ * "<id>" changed join state <from> -> <to> (...)`; *steady: <to> is
+ * "steady"; *joined: a JoinGroup was answered (-> wait-sync, or the leader's
+ * wait-join -> wait-metadata). The worker asks librdkafka for these lines
+ * (debug cgrp); tests/test_kafka_worker.c checks the text on the library
+ * loaded. */
+bool vw_consumer_join_line(const char *fac, const char *buf, bool *steady, bool *joined);
+
 /* Frees the consumer side's state (after close); NULL state is a no-op. */
 void vw_consumer_free(struct vw_worker *w);
 

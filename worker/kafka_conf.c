@@ -2,6 +2,7 @@
  * callback (see kafka_conf.h). */
 #include "kafka_conf.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "worker_impl.h"
@@ -41,4 +42,46 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
     /* Everything else is informational: librdkafka recovers by itself. */
     VW_LOG(w->log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
            rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+}
+
+bool vw_kafka_before(int major, int minor, int revision) {
+    int v = rd_kafka_version(); /* 0xMMmmrrxx */
+    int want = (major << 24) | (minor << 16) | (revision << 8);
+    return (v & ~0xff) < want;
+}
+
+static const vw_kafka_workaround workarounds[] = {
+    {4312, "2.3.0",
+     "a worker stopped between its JoinGroup and the first assignment waits for the assignment "
+     "(rd_kafka_destroy would abort with the sticky assignor)"},
+    {4059, "2.10.0",
+     "async commits and intake wait while the member rejoins (a commit in the join window got "
+     "ILLEGAL_GENERATION, taken as a lost assignment)"},
+    {5586, NULL,
+     "start watchdog: a partition never fetched delivery.start_timeout_ms after its assignment is "
+     "assigned again"},
+    {5591, NULL,
+     "a rejoin holds intake instead of pausing partitions (a resume right after an assignment "
+     "could be dropped)"},
+    {4755, NULL,
+     "replay --from/--to a timestamp searches the record timestamps when offsets_for_times "
+     "answers -1"},
+};
+
+const vw_kafka_workaround *vw_kafka_workarounds(size_t *n) {
+    *n = sizeof workarounds / sizeof *workarounds;
+    return workarounds;
+}
+
+bool vw_kafka_workaround_on(const vw_kafka_workaround *wa) {
+    int major = 0, minor = 0, rev = 0;
+    if (!wa->fixed || sscanf(wa->fixed, "%d.%d.%d", &major, &minor, &rev) != 3)
+        return true;
+    return vw_kafka_before(major, minor, rev);
+}
+
+void vw_kafka_versions(char *buf, size_t cap) {
+    int b = RD_KAFKA_VERSION;
+    snprintf(buf, cap, "%s (built against %d.%d.%d)", rd_kafka_version_str(), (b >> 24) & 0xff,
+             (b >> 16) & 0xff, (b >> 8) & 0xff);
 }

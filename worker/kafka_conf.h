@@ -8,6 +8,8 @@
 #define VW_KAFKA_CONF_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "service/config.h"
 #include "vw_status.h"
@@ -16,6 +18,26 @@
 vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
 /* Applies a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
+
+/* librdkafka as loaded at run time (rd_kafka_version(), which may differ
+ * from the headers the worker was built against: the C ABI is stable and a
+ * newer library runs the same binary) is older than major.minor.revision. */
+bool vw_kafka_before(int major, int minor, int revision);
+
+/* A workaround for a librdkafka defect, and the versions it applies to. */
+typedef struct vw_kafka_workaround {
+    int issue;         /* confluentinc/librdkafka issue number */
+    const char *fixed; /* "2.3.0", or NULL while the issue is open */
+    const char *what;  /* what the worker does about it */
+} vw_kafka_workaround;
+
+/* The table (docs/worker.md "librdkafka versions"), n entries. */
+const vw_kafka_workaround *vw_kafka_workarounds(size_t *n);
+/* Whether a workaround applies to the loaded library (open: always). */
+bool vw_kafka_workaround_on(const vw_kafka_workaround *wa);
+
+/* "2.16.0 (built against 2.0.2)" into buf. */
+void vw_kafka_versions(char *buf, size_t cap);
 
 /* The error callback of both clients (opaque: the worker): a fatal error (e.g.
  * of the idempotent producer) stops the worker; anything else is logged. */

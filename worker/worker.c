@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "consumer.h"
+#include "kafka_conf.h"
 #include "producer.h"
 #include "service/clock.h"
 #include "worker_impl.h"
@@ -161,8 +162,11 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
         vw_worker_stop(w);
         return st;
     }
-    VW_LOG(w->log, VW_LOG_INFO, "worker", "running topic=%s results=%s processor=%s", w->topic,
-           w->results_topic, w->proc->ops->name);
+    char kv[128];
+    vw_kafka_versions(kv, sizeof kv);
+    VW_LOG(w->log, VW_LOG_INFO, "worker",
+           "running topic=%s results=%s processor=%s librdkafka=\"%s\"", w->topic, w->results_topic,
+           w->proc->ops->name, kv);
     while (!*stop_flag && !w->fatal)
         vw_worker_step(w);
     if (!w->fatal)

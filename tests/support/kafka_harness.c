@@ -2,6 +2,8 @@
  * librdkafka for producing and offset fetches, kcat for reading topics. */
 #include "kafka_harness.h"
 
+#include <criterion/criterion.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -180,6 +182,34 @@ int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms) {
     return -1;
 }
 
+/* Every line the process's logger wrote must be one strict JSON object with
+ * each key once (docs/worker.md "Logs"); other stderr lines (a crash point's
+ * abort, replay progress) do not start with '{' and are not log events. */
+static void check_log_lines(const vw_kh_proc *p) {
+    char *log = slurp(p->log_path);
+    int lines = 0, bad = 0;
+    char first[240] = "";
+    for (char *s = log, *nl; s && *s; s = nl ? nl + 1 : s + strlen(s)) {
+        nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        bool json_like = len && (s[0] == '{' || memmem(s, len, "\"level\":", 9));
+        if (!json_like)
+            continue;
+        lines++;
+        json_error_t e;
+        json_t *v = s[0] == '{' ? json_loadb(s, len, JSON_REJECT_DUPLICATES, &e) : NULL;
+        bool ok = json_is_object(v) && json_is_string(json_object_get(v, "msg")) &&
+                  json_is_string(json_object_get(v, "level")) &&
+                  json_is_string(json_object_get(v, "where"));
+        json_decref(v);
+        if (!ok && !bad++)
+            snprintf(first, sizeof first, "%.*s", (int)(len < 200 ? len : 200), s);
+    }
+    free(log);
+    cr_expect_eq(bad, 0, "%s: %d of %d log lines are not strict JSON; first: %s", p->log_path, bad,
+                 lines, first);
+}
+
 int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms) {
     if (p->pid <= 0)
         return p->status;
@@ -204,6 +234,7 @@ int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms) {
     track(p->pid, 0);
     p->pid = 0;
     p->status = rc;
+    check_log_lines(p);
     return rc;
 }
 
@@ -215,6 +246,11 @@ void vw_kh_dump_log(const vw_kh_proc *p) {
     fprintf(stderr, "---- %s (last 3000 bytes)\n%s\n----\n", p->log_path,
             n > 3000 ? log + n - 3000 : log);
     free(log);
+}
+
+bool vw_kh_kip848(void) {
+    const char *p = getenv("VW_KH_GROUP_PROTOCOL");
+    return p && !strcmp(p, "consumer");
 }
 
 int vw_kh_broker_start(const char *topics, vw_kh_broker *b) {
@@ -230,7 +266,14 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
     if (pipe(fds))
         return -1;
     snprintf(nb, sizeof nb, "%d", n_brokers);
-    char *args[] = {"broker", "--topics", (char *)topics, "--brokers", nb, "--control", NULL};
+    char *args[] = {
+        "broker", "--topics",  (char *)topics, "--brokers",
+        nb,       "--control", NULL,           NULL /* --group-timeouts S,H under KIP-848 */,
+        NULL};
+    if (vw_kh_kip848()) {
+        args[6] = "--group-timeouts";
+        args[7] = "6000,1000"; /* the classic runs' session and heartbeat */
+    }
     int rc = spawn("broker", args, NULL, fds[0], &p);
     close(fds[0]);
     if (rc) {
@@ -286,8 +329,7 @@ int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *ext
             "  bootstrap.servers: \"%s\"\n"
             "  group.id: %s\n"
             "  consumer:\n"
-            "    session.timeout.ms: 6000\n"
-            "    heartbeat.interval.ms: 1000\n"
+            "%s"
             "    fetch.wait.max.ms: 10\n"
             "  producer:\n"
             "    linger.ms: 2\n"
@@ -296,7 +338,11 @@ int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *ext
             "metrics: {listen: \"127.0.0.1:0\", stats_interval_ms: 1000}\n"
             "log: {level: info, format: json}\n"
             "%s",
-            b->bootstrap, group, extra_yaml ? extra_yaml : "");
+            b->bootstrap, group,
+            vw_kh_kip848() ? "    group.protocol: consumer\n"
+                           : "    session.timeout.ms: 6000\n"
+                             "    heartbeat.interval.ms: 1000\n",
+            extra_yaml ? extra_yaml : "");
     return fclose(f) ? -1 : 0;
 }
 

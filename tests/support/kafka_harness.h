@@ -11,6 +11,7 @@
 #define VW_KAFKA_HARNESS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,11 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b);
 /* Sends one control line (see worker/service/broker.h). */
 int vw_kh_broker_control(vw_kh_broker *b, const char *line);
 void vw_kh_broker_stop(vw_kh_broker *b);
+
+/* VW_KH_GROUP_PROTOCOL=consumer: the broker and the worker configs use
+ * KIP-848 groups (group.protocol consumer; the broker's group session 6 s and
+ * heartbeat 1 s, as the classic configs set them on the client). */
+bool vw_kh_kip848(void);
 
 /* Writes a worker config for the broker: group `group`, the test timings of
  * docs/kafka-notes.md §1.5, test-echo processor, metrics on a free port,

@@ -19,10 +19,13 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker broker [--topics name:parts,...] [--brokers N]\n"
                "                          [--bootstrap-file FILE] [--control]\n"
+               "                          [--group-timeouts SESSION_MS,HEARTBEAT_MS]\n"
                "  --topics          topics to create (default requests:4,results:4,"
                "requests.dlq:1)\n"
                "  --brokers         number of mock brokers (default 1)\n"
                "  --bootstrap-file  also write the bootstrap string to FILE\n"
+               "  --group-timeouts  session timeout and heartbeat interval of KIP-848 groups\n"
+               "                    (group.protocol=consumer; librdkafka 2.12 or later)\n"
                "  --control         read control commands from stdin (see broker.h);\n"
                "                    exit when stdin closes\n");
 }
@@ -82,10 +85,11 @@ int vw_cmd_broker(int argc, char **argv) {
                                          {"brokers", required_argument, 0, 'b'},
                                          {"bootstrap-file", required_argument, 0, 'f'},
                                          {"control", no_argument, 0, 'c'},
+                                         {"group-timeouts", required_argument, 0, 'g'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *topics = "requests:4,results:4,requests.dlq:1", *file = NULL;
-    int n_brokers = 1, control = 0, c, rc = 1, sfd = -1;
+    int n_brokers = 1, control = 0, c, rc = 1, sfd = -1, g_session = 0, g_heartbeat = 0;
     vw_broker *b = NULL;
     vw_err err = {0};
     optind = 1;
@@ -102,6 +106,12 @@ int vw_cmd_broker(int argc, char **argv) {
             break;
         case 'c':
             control = 1;
+            break;
+        case 'g':
+            if (sscanf(optarg, "%d,%d", &g_session, &g_heartbeat) != 2) {
+                usage(stderr);
+                return 2;
+            }
             break;
         case 'h':
             usage(stdout);
@@ -124,7 +134,8 @@ int vw_cmd_broker(int argc, char **argv) {
         goto done;
     }
     if (vw_broker_new(n_brokers, &b, &err) ||
-        (*topics && vw_broker_create_topics(b, topics, &err))) {
+        (*topics && vw_broker_create_topics(b, topics, &err)) ||
+        (g_session && vw_broker_group_timeouts(b, g_session, g_heartbeat, &err))) {
         fprintf(stderr, "vela-worker broker: %s\n", err.msg);
         goto done;
     }

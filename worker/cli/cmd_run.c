@@ -64,7 +64,7 @@ static int run(const vw_config *cfg, const vw_log *log) {
     rc = 0;
     goto done;
 fail:
-    VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s where=%s", err.msg, err.type, err.where);
+    VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s at=%s", err.msg, err.type, err.where);
 done:
     vw_worker_free(w);
     vw_processor_free(proc);

@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+#include "kafka_conf.h"
+
 #ifdef VW_HAVE_CUDA
 #include "vw_cuda.h"
 #endif
@@ -10,7 +12,20 @@
 int vw_cmd_version(int argc, char **argv) {
     (void)argc;
     (void)argv;
+    char kv[128];
+    vw_kafka_versions(kv, sizeof kv);
     printf("vela-worker 0.1.0\n");
+    printf("librdkafka: %s\n", kv);
+    size_t n_wa;
+    const vw_kafka_workaround *wa = vw_kafka_workarounds(&n_wa);
+    printf("librdkafka workarounds (docs/worker.md \"librdkafka versions\"):\n");
+    for (size_t i = 0; i < n_wa; i++) {
+        char when[32] = "open";
+        if (wa[i].fixed)
+            snprintf(when, sizeof when, "fixed in %s", wa[i].fixed);
+        printf("  #%d %-16s %s\n", wa[i].issue, when,
+               vw_kafka_workaround_on(&wa[i]) ? "on" : "off");
+    }
 #ifdef VW_HAVE_CUDA
     char name[256] = "";
     int n = vw_cuda_device_count(name, sizeof name);

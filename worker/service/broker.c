@@ -2,6 +2,8 @@
  * handle that carries the mock cluster; never produces or consumes itself. */
 #include "broker.h"
 
+#include <dlfcn.h>
+
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <stdio.h>
@@ -116,6 +118,29 @@ vw_status vw_broker_control(vw_broker *b, const char *line, vw_err *err) {
         return VW_FAIL(err, VW_EINVAL, "bad_command", "unknown control command: %s", line);
     if (e)
         return VW_FAIL(err, VW_EKAFKA, "kafka_mock", "%s: %s", line, rd_kafka_err2str(e));
+    return VW_OK;
+}
+
+/* The KIP-848 setters exist in librdkafka 2.12 and later only; the worker is
+ * built against older headers and runs on either, so they are looked up in
+ * the loaded library. */
+typedef void (*mock_set_ms)(rd_kafka_mock_cluster_t *mc, int ms);
+
+vw_status vw_broker_group_timeouts(vw_broker *b, int session_ms, int heartbeat_ms, vw_err *err) {
+    mock_set_ms session, heartbeat;
+    *(void **)&session = dlsym(RTLD_DEFAULT, "rd_kafka_mock_set_group_consumer_session_timeout_ms");
+    *(void **)&heartbeat =
+        dlsym(RTLD_DEFAULT, "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms");
+    if (!session || !heartbeat)
+        return VW_FAIL(err, VW_EUNSUPPORTED, "kafka_mock",
+                       "this librdkafka (%s) has no KIP-848 groups in its mock: 2.12 or later "
+                       "needed",
+                       rd_kafka_version_str());
+    if (session_ms <= 0 || heartbeat_ms <= 0)
+        return VW_FAIL(err, VW_EINVAL, "bad_option", "group timeouts must be positive (%d, %d)",
+                       session_ms, heartbeat_ms);
+    session(b->mc, session_ms);
+    heartbeat(b->mc, heartbeat_ms);
     return VW_OK;
 }
 

@@ -41,6 +41,13 @@ const char *vw_broker_bootstraps(const vw_broker *b);
  * Returns VW_EINVAL for an unknown or malformed command. */
 vw_status vw_broker_control(vw_broker *b, const char *line, vw_err *err);
 
+/* KIP-848 groups (group.protocol=consumer; the mock of librdkafka 2.12 and
+ * later serves them): the session timeout and heartbeat interval the broker
+ * hands its members (group.consumer.session.timeout.ms and
+ * group.consumer.heartbeat.interval.ms on a real broker). VW_EUNSUPPORTED
+ * when the loaded librdkafka's mock has no such setting. */
+vw_status vw_broker_group_timeouts(vw_broker *b, int session_ms, int heartbeat_ms, vw_err *err);
+
 /* Destroys the cluster; NULL is a no-op. */
 void vw_broker_free(vw_broker *b);
 
