@@ -2,6 +2,11 @@
 # Build stage: the project's CMake build of the vela-worker target, CPU only
 # (a CUDA image needs an nvidia/cuda base and -DVW_CUDA=ON; not provided here).
 # Runtime stage: bookworm-slim with the shared libraries only, as a non-root user.
+# librdkafka: Debian 12's librdkafka1 2.0.2 (the version the test command runs first).
+# It speaks the classic group protocol with Kafka 2.x-3.x and 4.0.1+, but not KIP-848
+# (group.protocol consumer needs librdkafka 2.12+) nor brokers whose ApiVersions v3
+# answer it cannot parse (Tansu 0.6); docs/worker.md "librdkafka versions and brokers"
+# says which work-arounds apply and how to run the worker on a newer library.
 FROM debian:bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
@@ -31,5 +36,6 @@ EXPOSE 9464
 USER 65534:65534
 # SIGTERM drains and exits 0 within shutdown.grace_ms (30 s by default).
 STOPSIGNAL SIGTERM
+LABEL org.opencontainers.image.description="vela-worker (CPU), librdkafka 2.0.2 (Debian 12)"
 ENTRYPOINT ["vela-worker"]
 CMD ["run", "--config", "/etc/vela-worker/worker.yaml"]

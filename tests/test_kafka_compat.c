@@ -92,8 +92,7 @@ Test(kafka_compat, join_state_lines_are_read) {
     vw_kh_broker_stop(&b);
     fprintf(stderr, "librdkafka %s %s: %d join-state lines, %d not steady, %d JoinGroup answers\n",
             rd_kafka_version_str(), vw_kh_kip848() ? "consumer" : "classic",
-            atomic_load(&g_seen.lines), atomic_load(&g_seen.unsteady),
-            atomic_load(&g_seen.joined));
+            atomic_load(&g_seen.lines), atomic_load(&g_seen.unsteady), atomic_load(&g_seen.joined));
     cr_assert_eq(assigned, 4, "the consumer got its assignment");
     cr_assert_gt(atomic_load(&g_seen.unsteady), 0, "a join-state change away from steady");
     cr_assert_gt(atomic_load(&g_seen.steady_after_unsteady), 0, "then back to steady");

@@ -121,9 +121,17 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     vw_metrics_stats_json(w->metrics, json, len);
     /* cgrp.join_state (STATISTICS.md) other than "steady" means this member is
      * rejoining: hold async commits (see hold_commits). */
-    json_t *root = w->replay ? NULL : json_loadb(json, len, 0, NULL);
+    json_t *root = json_loadb(json, len, 0, NULL);
+    const char *bname;
+    json_t *broker;
+    json_object_foreach(json_object_get(root, "brokers"), bname, broker) {
+        const char *state = json_string_value(json_object_get(broker, "state"));
+        if (state && !strcmp(state, "UP"))
+            w->broker_up = true;
+    }
     const char *js =
-        json_string_value(json_object_get(json_object_get(root, "cgrp"), "join_state"));
+        w->replay ? NULL
+                  : json_string_value(json_object_get(json_object_get(root, "cgrp"), "join_state"));
     bool unsteady = js && strcmp(js, "steady") && strcmp(js, "init");
     if (unsteady != w->cons->group_unsteady)
         VW_LOG(w->log, VW_LOG_DEBUG, "consumer", "group join_state=%s", js);
@@ -420,6 +428,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
+    w->broker_up = true;
     w->cons->assigned_once = true;
     w->cons->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {

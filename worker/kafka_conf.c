@@ -39,7 +39,12 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
         vw_worker_set_fatal(w);
         return;
     }
-    /* Everything else is informational: librdkafka recovers by itself. */
+    /* Everything else is informational: librdkafka recovers by itself. The
+     * reason a broker could not be used is kept for the start check
+     * (worker.c): "1/1 brokers are down" says less than the reason before. */
+    if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE ||
+        err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL)
+        snprintf(w->broker_error, sizeof w->broker_error, "%s", reason);
     VW_LOG(w->log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
            rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }

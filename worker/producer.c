@@ -245,6 +245,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         return;
     }
     if (!m->err) {
+        w->broker_up = true;
         if (w->replay)
             w->replay_done++;
         count_result(w, it);

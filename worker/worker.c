@@ -43,6 +43,34 @@ static void wait_and_drain(struct vw_worker *w, int ms) {
 }
 
 /* One turn of the Kafka thread. */
+static const char *bootstrap(const vw_config *cfg) {
+    const char *b = vw_kvlist_get(&cfg->kafka.common, "bootstrap.servers");
+    if (!b)
+        b = vw_kvlist_get(&cfg->kafka.consumer, "bootstrap.servers");
+    return b ? b : "(none)";
+}
+
+/* No broker answered within delivery.start_timeout_ms of the start: the worker
+ * says why (librdkafka's last reason, e.g. a protocol answer this librdkafka
+ * cannot parse) and stops with exit 1 instead of retrying in silence. */
+static void check_broker(struct vw_worker *w, int64_t now) {
+    int64_t limit = w->cfg->delivery.start_timeout_ms;
+    if (w->broker_up || limit <= 0 || now - w->started_ms < limit || w->fatal)
+        return;
+    char kv[128];
+    vw_kafka_versions(kv, sizeof kv);
+    bool protocol = strstr(w->broker_error, "ApiVersion") != NULL;
+    VW_LOG(w->log, VW_LOG_ERROR, "worker",
+           "no Kafka broker answered within delivery.start_timeout_ms, stopping bootstrap=%s "
+           "start_timeout_ms=%lld librdkafka=\"%s\" last_error=\"%s\" hint=\"%s\"",
+           bootstrap(w->cfg), (long long)limit, kv,
+           w->broker_error[0] ? w->broker_error : "none reported",
+           protocol ? "this librdkafka cannot read the broker's protocol answer (ApiVersions); "
+                      "a newer librdkafka may (docs/worker.md \"librdkafka versions\")"
+                    : "check bootstrap.servers, the network and the broker's listeners");
+    vw_worker_set_fatal(w);
+}
+
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
@@ -66,6 +94,7 @@ static void turn(struct vw_worker *w, int wait) {
         vw_consumer_reroute(w);
         w->next_route_ms = now + 1000;
     }
+    check_broker(w, now);
     vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->tracker, NULL, 0));
 }
 
@@ -79,6 +108,7 @@ bool vw_worker_idle(struct vw_worker *w) {
 }
 
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
+    w->started_ms = vw_now_ms();
     vw_status st = vw_consumer_open(w, err);
     if (!st && !w->sink)
         st = vw_producer_open(w, err);

@@ -73,6 +73,9 @@ struct vw_worker {
     int64_t next_commit_ms;
     int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
+    int64_t started_ms;       /* when the clients were opened */
+    bool broker_up;           /* some broker answered (statistics, a rebalance, a delivery) */
+    char broker_error[240];   /* librdkafka's last reason a broker could not be used */
     vw_crashpoint crash;      /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
     bool replay;

@@ -93,9 +93,8 @@ static char **merged_env(char *const *extra) {
     return env;
 }
 
-static int spawn(const char *name, char *const *args, char *const *extra_env, int stdin_fd,
-                 vw_kh_proc *p) {
-    const char *bin = worker_bin();
+static int spawn_bin(const char *bin, const char *name, char *const *args, char *const *extra_env,
+                     int stdin_fd, vw_kh_proc *p) {
     if (!bin)
         return -1;
     size_t n = 0;
@@ -126,6 +125,13 @@ static int spawn(const char *name, char *const *args, char *const *extra_env, in
     }
     track(p->pid, 1);
     return 0;
+}
+
+static int spawn(const char *name, char *const *args, char *const *extra_env, int stdin_fd,
+                 vw_kh_proc *p) {
+    int rc = spawn_bin(worker_bin(), name, args, extra_env, stdin_fd, p);
+    p->ours = rc == 0;
+    return rc;
 }
 
 int vw_kh_spawn(const char *name, char *const *args, char *const *extra_env, vw_kh_proc *p) {
@@ -234,7 +240,8 @@ int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms) {
     track(p->pid, 0);
     p->pid = 0;
     p->status = rc;
-    check_log_lines(p);
+    if (p->ours)
+        check_log_lines(p);
     return rc;
 }
 
@@ -298,6 +305,70 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
     fprintf(stderr, "kafka_harness: no bootstrap line from the broker\n");
     vw_kh_broker_stop(b);
     return -1;
+}
+
+/* A loopback port nobody listens on now (the kernel's choice). */
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+static bool listening(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    bool ok = fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof a);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+int vw_kh_tansu_start(const char *topics, vw_kh_broker *b) {
+    const char *bin = getenv("VW_TANSU");
+    memset(b, 0, sizeof *b);
+    b->control_fd = -1;
+    int port = free_port();
+    if (!bin || !*bin || port < 0) {
+        fprintf(stderr, "kafka_harness: VW_TANSU is not set (scripts/peers installs Tansu)\n");
+        return -1;
+    }
+    char url[64];
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+    snprintf(b->bootstrap, sizeof b->bootstrap, "127.0.0.1:%d", port);
+    char *args[] = {"broker",           "--listener-url",  url, "--advertised-listener-url", url,
+                    "--storage-engine", "memory://tansu/", NULL};
+    vw_kh_proc p;
+    if (spawn_bin(bin, "tansu", args, NULL, -1, &p))
+        return -1;
+    b->pid = p.pid;
+    int64_t end = vw_kh_now_ms() + 10000;
+    while (!listening(port) && vw_kh_now_ms() < end)
+        vw_kh_sleep_ms(20);
+    /* "name:parts,..." -> tansu topic create NAME --broker URL --partitions N */
+    char spec[256];
+    snprintf(spec, sizeof spec, "%s", topics);
+    for (char *save = NULL, *t = strtok_r(spec, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(t, ':');
+        if (!colon)
+            break;
+        *colon = 0;
+        char *cargs[] = {"topic", "create", t, "--broker", url, "--partitions", colon + 1, NULL};
+        vw_kh_proc c;
+        if (spawn_bin(bin, "tansu-topic", cargs, NULL, -1, &c) || vw_kh_stop(&c, 0, 10000)) {
+            fprintf(stderr, "kafka_harness: tansu topic create %s failed\n", t);
+            vw_kh_broker_stop(b);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int vw_kh_broker_control(vw_kh_broker *b, const char *line) {

@@ -27,6 +27,7 @@ typedef struct vw_kh_proc {
     char log_path[256]; /* its stderr */
     char out_path[256]; /* its stdout */
     int status;         /* exit status once stopped */
+    bool ours;          /* a vela-worker process: its log lines are checked (vw_kh_stop) */
 } vw_kh_proc;
 
 /* A fresh directory for this test's files (static storage, valid until exit). */
@@ -36,6 +37,10 @@ const char *vw_kh_dir(void);
 int vw_kh_broker_start(const char *topics, vw_kh_broker *b);
 /* Same with --brokers n_brokers (ids 1..n; replication factor min(3, n)). */
 int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b);
+/* Starts Tansu ($VW_TANSU, a Kafka-compatible broker; scripts/peers) on a free
+ * loopback port with in-memory storage and creates the topics of the spec
+ * "name:parts,...". No control stream. Stop it with vw_kh_broker_stop. */
+int vw_kh_tansu_start(const char *topics, vw_kh_broker *b);
 /* Sends one control line (see worker/service/broker.h). */
 int vw_kh_broker_control(vw_kh_broker *b, const char *line);
 void vw_kh_broker_stop(vw_kh_broker *b);
