@@ -1,6 +1,7 @@
 /* bench_score.c — scoring throughput and latency of the engine, CPU backend.
  *
  *   bench_score --bundle DIR --requests FILE.jsonl [--reps R] [--label NAME]
+ *               [--executor instant|sim[:...]]   (a synthetic executor: host costs only)
  *
  * Opens the package, plans and scores each request of FILE (one JSON request
  * per line) one at a time, R times over the file after warming up on the first
@@ -23,6 +24,7 @@
 #include <time.h>
 
 #include "model/backbone_cpu.h"
+#include "model/synthetic.h"
 #include "engine.h"
 #include "answers/envelope.h"
 #include "answers/heads.h"
@@ -109,10 +111,11 @@ static void timed_destroy(vw_executor *ex) {
 
 static const vw_executor_ops TIMED_OPS = {"cpu", timed_forward, timed_destroy};
 
+/* ctx: a synthetic executor's options (--executor), or NULL for the CPU backbone. */
 static vw_status make_timed(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
-    (void)ctx;
     vw_executor *inner = NULL;
-    vw_status st = vw_backbone_cpu_new(b, &inner, err);
+    vw_status st =
+        ctx ? vw_synthetic_new(b, ctx, &inner, err) : vw_backbone_cpu_new(b, &inner, err);
     vw_executor *ex = st == VW_OK ? calloc(1, sizeof *ex) : NULL;
     if (st == VW_OK && !ex) {
         vw_executor_free(inner);
@@ -185,14 +188,15 @@ static vw_status score_one(vw_engine *e, const char *body, size_t len, double *p
     return st;
 }
 
-static int run(const char *bundle, const char *path, int reps, const char *label) {
+static int run(const char *bundle, const char *path, int reps, const char *label,
+               vw_synthetic_opts *synth) {
     lines L = {0};
     if (load_lines(path, &L)) {
         fprintf(stderr, "bench_score: cannot read requests from %s\n", path);
         return 1;
     }
     vw_err err = {0};
-    vw_engine_opts opts = {.make_executor = make_timed, .noul_calibration = -1};
+    vw_engine_opts opts = {.make_executor = make_timed, .make_ctx = synth, .noul_calibration = -1};
     vw_engine *e = NULL;
     vw_status st = vw_engine_open(bundle, &opts, &e, &err);
     size_t n = L.n * (size_t)reps;
@@ -237,7 +241,7 @@ static int run(const char *bundle, const char *path, int reps, const char *label
 }
 
 int main(int argc, char **argv) {
-    const char *bundle = NULL, *requests = NULL, *label = "score";
+    const char *bundle = NULL, *requests = NULL, *label = "score", *executor = NULL;
     int reps = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
@@ -248,13 +252,21 @@ int main(int argc, char **argv) {
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--label") && i + 1 < argc)
             label = argv[++i];
+        else if (!strcmp(argv[i], "--executor") && i + 1 < argc)
+            executor = argv[++i];
         else
             bundle = NULL, i = argc;
     }
     if (!bundle || !requests || reps < 1) {
         fprintf(stderr, "usage: bench_score --bundle DIR --requests FILE.jsonl [--reps R] "
-                        "[--label NAME]\n");
+                        "[--label NAME] [--executor instant|sim[:...]]\n");
         return 2;
     }
-    return run(bundle, requests, reps, label);
+    vw_synthetic_opts synth;
+    vw_err err = {0};
+    if (executor && vw_synthetic_parse(executor, &synth, &err)) {
+        fprintf(stderr, "bench_score: %s\n", err.msg);
+        return 2;
+    }
+    return run(bundle, requests, reps, label, executor ? &synth : NULL);
 }

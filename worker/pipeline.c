@@ -1,17 +1,37 @@
 /* pipeline.c — the model processor (see pipeline.h). */
 #include "pipeline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "service/device.h"
 #include "engine.h"
+#include "model/synthetic.h"
 
 typedef struct pipeline {
     vw_engine *engine;
     vw_device_choice device; /* the executor factory's context */
+    vw_synthetic_opts synth; /* VW_BENCH_EXECUTOR: the synthetic executor's */
     const vw_log *log;
 } pipeline;
+
+static vw_status make_synthetic(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
+    return vw_synthetic_new(b, ctx, out, err);
+}
+
+/* VW_BENCH_EXECUTOR=instant|sim[:...] (core/model/synthetic.h): benches and
+ * tests of the host side put a synthetic executor in the backbone's place. */
+static vw_status bench_executor(pipeline *pl, const char *spec, vw_engine_opts *opts, vw_err *err) {
+    vw_status st = vw_synthetic_parse(spec, &pl->synth, err);
+    if (st)
+        return st;
+    opts->make_executor = make_synthetic;
+    opts->make_ctx = &pl->synth;
+    snprintf(pl->device.chosen, sizeof pl->device.chosen, "%s (VW_BENCH_EXECUTOR: not a model)",
+             spec);
+    return VW_OK;
+}
 
 static vw_status set_record(vw_result *r, int status, vw_sbuf *sb, vw_err *err) {
     if (vw_sbuf_status(sb) != VW_OK)
@@ -129,8 +149,11 @@ vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "pipeline");
     }
     pl->log = log;
-    vw_status st = vw_device_select(cfg->model.device, cfg->model.precision,
-                                    (size_t)cfg->batching.max_tokens, &pl->device, &opts, err);
+    const char *bench = getenv("VW_BENCH_EXECUTOR");
+    vw_status st = bench && *bench ? bench_executor(pl, bench, &opts, err)
+                                   : vw_device_select(cfg->model.device, cfg->model.precision,
+                                                      (size_t)cfg->batching.max_tokens, &pl->device,
+                                                      &opts, err);
     if (st == VW_OK)
         st = vw_engine_open(cfg->model.bundle, &opts, &pl->engine, err);
     if (st != VW_OK) {

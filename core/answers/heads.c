@@ -129,16 +129,19 @@ static void layer_norm(const float *x, size_t rows, size_t h, const float *w, co
     }
 }
 
-/* Subtracts the column mean over rows (the head's centring). */
-static void centre_rows(float *x, size_t rows, size_t h) {
-    for (size_t i = 0; i < h; i++) {
-        double s = 0.0;
-        for (size_t r = 0; r < rows; r++)
-            s += x[r * h + i];
-        float mean = (float)(s / (double)rows);
-        for (size_t r = 0; r < rows; r++)
-            x[r * h + i] -= mean;
-    }
+/* Subtracts the column mean over rows (the head's centring). The sums run
+ * row by row (each column's terms in row order, float64), so rows are read in
+ * memory order; acc holds h doubles. */
+static void centre_rows(float *x, size_t rows, size_t h, double *acc) {
+    memset(acc, 0, h * sizeof *acc);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < h; i++)
+            acc[i] += x[r * h + i];
+    for (size_t i = 0; i < h; i++)
+        acc[i] = (float)(acc[i] / (double)rows); /* the mean, rounded to float */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < h; i++)
+            x[r * h + i] -= (float)acc[i];
 }
 
 /* Exact GELU: x * 0.5 * (1 + erf(x / sqrt 2)). */
@@ -202,12 +205,18 @@ vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
             return VW_FAIL(err, VW_EINVAL, "length_mismatch",
                            "label %zu: row range [%d, %d] outside the block's %zu rows", l, a, b,
                            n_rows);
-        for (size_t i = 0; i < hidden; i++) {
-            double s = 0.0;
-            for (int32_t r = a; r <= b; r++)
-                s += rows[(size_t)r * hidden + i];
-            out[l * hidden + i] = (float)(s / (double)(b - a + 1));
-        }
+        /* Row by row (each element's terms in row order, float64): the rows are
+         * read in memory order. */
+        double *acc = malloc(hidden * sizeof *acc);
+        if (!acc)
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label means");
+        memset(acc, 0, hidden * sizeof *acc);
+        for (int32_t r = a; r <= b; r++)
+            for (size_t i = 0; i < hidden; i++)
+                acc[i] += rows[(size_t)r * hidden + i];
+        for (size_t i = 0; i < hidden; i++)
+            out[l * hidden + i] = (float)(acc[i] / (double)(b - a + 1));
+        free(acc);
     }
     return VW_OK;
 }
@@ -222,12 +231,16 @@ vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t 
     size_t H = h->hidden, d = h->d, W = n_words, L = n_labels;
     /* x [W,H] | a [L,H] | kx [W,d] | mx [W,d] | qa [L,d] | na [L,d] */
     float *ws = malloc(((W + L) * H + 2 * (W + L) * d) * sizeof *ws);
-    if (!ws)
+    double *acc = malloc(H * sizeof *acc);
+    if (!ws || !acc) {
+        free(ws);
+        free(acc);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span head %zu x %zu", W, L);
+    }
     float *x = ws, *a = x + W * H, *kx = a + L * H, *mx = kx + W * d, *qa = mx + W * d,
           *na = qa + L * d;
     layer_norm(words, W, H, h->wn_w, h->wn_b, x);
-    centre_rows(x, W, H); /* over this block's (or window's) words */
+    centre_rows(x, W, H, acc); /* over this block's (or window's) words */
     layer_norm(labels, L, H, h->ln_w, h->ln_b, a);
     for (size_t l = 0; l < L; l++) {
         const float *slot = h->slot + (l < h->slots ? l : h->slots - 1) * H;
@@ -235,7 +248,7 @@ vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t 
             a[l * H + i] += slot[i];
     }
     if (L >= 2) /* a single label is not centred (it would vanish) */
-        centre_rows(a, L, H);
+        centre_rows(a, L, H, acc);
     project(x, W, H, h->k, d, kx);   /* (W,d) K x_w */
     project(x, W, H, h->m_w, d, mx); /* (W,d) M x_w */
     project(a, L, H, h->q, d, qa);   /* (L,d) Q a_l */
@@ -251,5 +264,6 @@ vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t 
         for (size_t l = 0; l < L; l++)
             z[w * L + l] += mlp_score(mx + w * d, na + l * d, h->v, d);
     free(ws);
+    free(acc);
     return VW_OK;
 }

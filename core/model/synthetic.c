@@ -1,0 +1,179 @@
+/* synthetic.c — the instant and sim executors (see synthetic.h). */
+#include "synthetic.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { N_VECTORS = 1024 };
+
+typedef struct synth {
+    vw_synthetic_opts o;
+    vw_qwen35_config c;
+    size_t hidden;
+    float *table; /* [N_VECTORS, hidden], unit RMS each */
+} synth;
+
+static uint64_t mix(uint64_t x) { /* splitmix64's finaliser */
+    x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27, x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+double vw_qwen35_tree_flops(const vw_qwen35_config *c, const vw_tree *t) {
+    const double H = c->hidden, F = c->intermediate, hd = c->head_dim, Hq = c->n_heads;
+    const double kd = (double)vw_qwen35_key_dim(c), vd = (double)vw_qwen35_value_dim(c);
+    const double cd = 2 * kd + vd, gdn = H * (cd + vd + 2.0 * c->lin_v_heads) + vd * H;
+    const double attn = H * (Hq * 2 * hd + 2.0 * c->n_kv_heads * hd) + Hq * hd * H;
+    double per_tok = 0, n_attn = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        per_tok += 2 * (3 * F * H + (c->full_attention[l] ? attn : gdn));
+        n_attn += c->full_attention[l];
+    }
+    const double P = (double)t->n_prefix;
+    double pairs = P * (P + 1) / 2, tokens = P;
+    for (size_t b = 0; b < t->n_blocks; b++) {
+        const double n = (double)t->blocks[b].n_ids;
+        pairs += n * P + n * (n + 1) / 2;
+        tokens += n;
+    }
+    return per_tok * tokens + n_attn * 4 * hd * Hq * pairs;
+}
+
+double vw_synthetic_seconds(const vw_synthetic_opts *o, const vw_qwen35_config *c,
+                            const vw_tree *trees, size_t n) {
+    if (!o->sim)
+        return 0.0;
+    double flops = 0, tokens = 0;
+    for (size_t t = 0; t < n; t++) {
+        flops += vw_qwen35_tree_flops(c, &trees[t]);
+        tokens += (double)trees[t].n_prefix;
+        for (size_t b = 0; b < trees[t].n_blocks; b++)
+            tokens += (double)trees[t].blocks[b].n_ids;
+    }
+    return o->call_us * 1e-6 + flops / (o->tflops * 1e12) + tokens * o->token_ns * 1e-9;
+}
+
+/* Copies the row of (token, position, readout index) into out. */
+static void row(const synth *s, int32_t token, size_t pos, size_t index, float *out) {
+    uint64_t h = mix(((uint64_t)(uint32_t)token << 32) ^ ((uint64_t)pos << 12) ^ index);
+    memcpy(out, s->table + (h % N_VECTORS) * s->hidden, s->hidden * sizeof *out);
+}
+
+static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
+                               vw_err *err) {
+    (void)err;
+    const synth *s = ex->impl;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    size_t k = 0;
+    for (size_t t = 0; t < n_trees; t++) {
+        const vw_tree *tr = &trees[t];
+        for (size_t i = 0; i < tr->n_prefix_readouts; i++, k++) {
+            size_t pos = (size_t)tr->prefix_readouts[i];
+            row(s, tr->prefix[pos], pos, k, rows + k * s->hidden);
+        }
+        for (size_t b = 0; b < tr->n_blocks; b++) {
+            const vw_block *bl = &tr->blocks[b];
+            for (size_t i = 0; i < bl->n_readouts; i++, k++) {
+                size_t j = (size_t)bl->readouts[i];
+                row(s, bl->ids[j], tr->n_prefix + j, k, rows + k * s->hidden);
+            }
+        }
+    }
+    double secs = vw_synthetic_seconds(&s->o, &s->c, trees, n_trees);
+    if (secs > 0) {
+        struct timespec due = start;
+        double whole = floor(secs);
+        due.tv_sec += (time_t)whole;
+        due.tv_nsec += (long)((secs - whole) * 1e9);
+        if (due.tv_nsec >= 1000000000L)
+            due.tv_sec++, due.tv_nsec -= 1000000000L;
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL) == EINTR) {
+        }
+    }
+    return VW_OK;
+}
+
+static void synth_destroy(vw_executor *ex) {
+    synth *s = ex->impl;
+    if (s)
+        free(s->table);
+    free(s);
+    free(ex);
+}
+
+static const vw_executor_ops instant_ops = {"instant", synth_forward, synth_destroy};
+static const vw_executor_ops sim_ops = {"sim", synth_forward, synth_destroy};
+
+vw_status vw_synthetic_new(const vw_bundle *b, const vw_synthetic_opts *o, vw_executor **out,
+                           vw_err *err) {
+    *out = NULL;
+    synth *s = calloc(1, sizeof *s);
+    vw_executor *ex = calloc(1, sizeof *ex);
+    if (s) {
+        s->o = *o;
+        s->c = *vw_bundle_backbone_config(b);
+        s->hidden = (size_t)s->c.hidden;
+        s->table = malloc((size_t)N_VECTORS * s->hidden * sizeof *s->table);
+    }
+    if (!s || !ex || !s->table) {
+        if (s)
+            free(s->table);
+        free(s);
+        free(ex);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "synthetic executor");
+    }
+    uint64_t st = 0x5eedull;
+    for (size_t v = 0; v < N_VECTORS; v++) {
+        float *r = s->table + v * s->hidden;
+        double ss = 0;
+        for (size_t i = 0; i < s->hidden; i++) {
+            st = mix(st + 0x9e3779b97f4a7c15ull);
+            r[i] = (float)((double)(st >> 11) / 9007199254740992.0 - 0.5);
+            ss += (double)r[i] * r[i];
+        }
+        float scale = (float)(1.0 / sqrt(ss / (double)s->hidden));
+        for (size_t i = 0; i < s->hidden; i++)
+            r[i] *= scale;
+    }
+    *ex = (vw_executor){o->sim ? &sim_ops : &instant_ops, s->hidden, s->c.vocab, s};
+    *out = ex;
+    return VW_OK;
+}
+
+vw_status vw_synthetic_parse(const char *spec, vw_synthetic_opts *o, vw_err *err) {
+    const vw_synthetic_opts h200 = VW_SIM_H200;
+    if (!strcmp(spec, "instant")) {
+        *o = (vw_synthetic_opts){0};
+        return VW_OK;
+    }
+    if (strncmp(spec, "sim", 3) || (spec[3] && spec[3] != ':'))
+        return VW_FAIL(err, VW_EINVAL, "bad_executor",
+                       "'%s': want instant, sim or sim:tflops=T,call_us=C,token_ns=N", spec);
+    *o = h200;
+    for (const char *p = spec[3] ? spec + 4 : spec + 3; *p;) {
+        char key[16];
+        double v;
+        int used = 0;
+        if (sscanf(p, "%15[a-z_]=%lf%n", key, &v, &used) != 2 || v < 0)
+            return VW_FAIL(err, VW_EINVAL, "bad_executor", "'%s': bad parameter at '%s'", spec, p);
+        if (!strcmp(key, "tflops") && v > 0)
+            o->tflops = v;
+        else if (!strcmp(key, "call_us"))
+            o->call_us = v;
+        else if (!strcmp(key, "token_ns"))
+            o->token_ns = v;
+        else
+            return VW_FAIL(err, VW_EINVAL, "bad_executor", "'%s': unknown parameter '%s'", spec,
+                           key);
+        p += used;
+        if (*p == ',')
+            p++;
+    }
+    return VW_OK;
+}
