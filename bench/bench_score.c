@@ -9,12 +9,12 @@
  * prints a table plus one JSON line:
  *   {"impl":"c","label":..,"requests":N,"threads":T,"req_per_s":..,
  *    "p50_ms":..,"p99_ms":..,"share":{"plan","backbone","heads","answers","json"}}
- * Latency = vw_engine_plan + vw_engine_score of one request. Shares split that
- * time: plan (admission, render, tokenizer), backbone (the executor's forward,
- * timed by a wrapping executor), heads (vw_cand_head_logits,
- * vw_span_label_means, vw_span_head_logits) and json (vw_envelope_write) via
- * the linker's --wrap (CMakeLists.txt, bench_score only); answers = the rest of
- * vw_engine_score (tree building, calibration, span decoding).
+ * Latency = planning + scoring one call (one request, or --batch N requests
+ * scored as one micro-batch: pack, execute, finish). Shares split the time:
+ * plan (admission, render, tokenizer), backbone (the executor's forward, timed
+ * by a wrapping executor), heads and json (vw_engine_finish's thread CPU
+ * times: the heads, the envelope); answers = the rest (tree building,
+ * calibration, span decoding).
  * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS). Single-threaded driver.
  */
 #include <cblas.h>
@@ -26,8 +26,6 @@
 #include "model/backbone_cpu.h"
 #include "model/synthetic.h"
 #include "engine.h"
-#include "answers/envelope.h"
-#include "answers/heads.h"
 
 static double now(void) {
     struct timespec ts;
@@ -35,65 +33,10 @@ static double now(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Seconds spent in the wrapped stages. The wrappers below have the library's
- * fixed signatures, so they reach their accumulator through this one
- * file-scope struct (a benchmark's single driver thread only). */
-static struct { double backbone, heads, json; } g_stage;
-
-vw_status __real_vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
-                                     const float *query, bool is_set, float *logits, vw_err *err);
-vw_status __real_vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
-                                     const int32_t *starts, const int32_t *ends, size_t n_labels,
-                                     float *out, vw_err *err);
-vw_status __real_vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
-                                     const float *labels, size_t n_labels, float *z, vw_err *err);
-vw_status __real_vw_envelope_write(vw_sbuf *sb, const vw_plan *p, const vw_answer *answers,
-                                   const bool *answered, bool report_heads, vw_err *err);
-
-vw_status __wrap_vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
-                                     const float *query, bool is_set, float *logits, vw_err *err);
-vw_status __wrap_vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
-                                     const float *query, bool is_set, float *logits, vw_err *err) {
-    double t = now();
-    vw_status st = __real_vw_cand_head_logits(h, cands, m, query, is_set, logits, err);
-    g_stage.heads += now() - t;
-    return st;
-}
-
-vw_status __wrap_vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
-                                     const int32_t *starts, const int32_t *ends, size_t n_labels,
-                                     float *out, vw_err *err);
-vw_status __wrap_vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
-                                     const int32_t *starts, const int32_t *ends, size_t n_labels,
-                                     float *out, vw_err *err) {
-    double t = now();
-    vw_status st =
-        __real_vw_span_label_means(rows, n_rows, hidden, starts, ends, n_labels, out, err);
-    g_stage.heads += now() - t;
-    return st;
-}
-
-vw_status __wrap_vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
-                                     const float *labels, size_t n_labels, float *z, vw_err *err);
-vw_status __wrap_vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
-                                     const float *labels, size_t n_labels, float *z, vw_err *err) {
-    double t = now();
-    vw_status st = __real_vw_span_head_logits(h, words, n_words, labels, n_labels, z, err);
-    g_stage.heads += now() - t;
-    return st;
-}
-
-vw_status __wrap_vw_envelope_write(vw_sbuf *sb, const vw_plan *p, const vw_answer *answers,
-                                   const bool *answered, bool report_heads, vw_err *err);
-vw_status __wrap_vw_envelope_write(vw_sbuf *sb, const vw_plan *p, const vw_answer *answers,
-                                   const bool *answered, bool report_heads, vw_err *err) {
-    double t = now();
-    vw_status st = __real_vw_envelope_write(sb, p, answers, answered, report_heads, err);
-    g_stage.json += now() - t;
-    return st;
-}
-
-/* ---- the timing executor: the CPU backbone, its forward timed ------------- */
+/* Seconds of the executor's calls (timed by a wrapping executor); the rest
+ * of the stages come from vw_engine_finish's thread CPU times. One driver
+ * thread: this file-scope struct is the wrapping executor's accumulator. */
+static struct { double backbone; } g_stage;
 
 static vw_status timed_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                                vw_err *err) {
@@ -170,25 +113,44 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Plans and scores one request; adds the plan time to *plan_s. */
-static vw_status score_one(vw_engine *e, const char *body, size_t len, double *plan_s,
-                           vw_err *err) {
-    vw_plan *plan = NULL;
-    vw_errlist detail = {0};
-    vw_sbuf out = {0};
-    int status = 0;
+/* Plans and scores requests [k, k + n) of L as one micro-batch (pack,
+ * execute, finish); adds the plan time to *plan_s and finish's to *times. */
+static vw_status score_batch(vw_engine *e, const lines *L, size_t k, size_t n, double *plan_s,
+                             vw_engine_times *times, vw_err *err) {
+    vw_plan **plans = calloc(n, sizeof *plans);
+    vw_sbuf *out = calloc(n, sizeof *out);
+    size_t m = 0;
+    vw_status st = plans && out ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "batch");
     double t = now();
-    vw_status st = vw_engine_plan(e, body, len, &plan, &status, &detail, err);
+    for (size_t i = 0; st == VW_OK && i < n; i++) {
+        vw_errlist detail = {0};
+        int status = 0;
+        size_t r = (k + i) % L->n;
+        st = vw_engine_plan(e, L->v[r], L->len[r], &plans[m], &status, &detail, err);
+        m += plans[m] != NULL;
+        vw_errlist_free(&detail);
+    }
     *plan_s += now() - t;
-    if (st == VW_OK && plan)
-        st = vw_engine_score(e, &plan, 1, &out, err);
-    vw_sbuf_free(&out);
-    vw_plan_free(plan);
-    vw_errlist_free(&detail);
+    vw_engine_batch *b = NULL;
+    if (st == VW_OK)
+        st = vw_engine_pack(e, plans, m, &b, err);
+    if (st == VW_OK)
+        st = vw_engine_execute(e, b, err);
+    if (st == VW_OK)
+        vw_engine_finish(e, b, out, times);
+    for (size_t i = 0; st == VW_OK && i < m; i++)
+        st = vw_engine_batch_status(b, i, err);
+    vw_engine_batch_free(b);
+    for (size_t i = 0; i < m; i++) {
+        vw_plan_free(plans[i]);
+        vw_sbuf_free(&out[i]);
+    }
+    free(plans);
+    free(out);
     return st;
 }
 
-static int run(const char *bundle, const char *path, int reps, const char *label,
+static int run(const char *bundle, const char *path, int reps, int batch, const char *label,
                vw_synthetic_opts *synth) {
     lines L = {0};
     if (load_lines(path, &L)) {
@@ -199,36 +161,43 @@ static int run(const char *bundle, const char *path, int reps, const char *label
     vw_engine_opts opts = {.make_executor = make_timed, .make_ctx = synth, .noul_calibration = -1};
     vw_engine *e = NULL;
     vw_status st = vw_engine_open(bundle, &opts, &e, &err);
-    size_t n = L.n * (size_t)reps;
-    double *lat = calloc(n, sizeof *lat), plan_s = 0, wall = 0;
+    size_t n = L.n * (size_t)reps, n_calls = (n + (size_t)batch - 1) / (size_t)batch;
+    double *lat = calloc(n_calls, sizeof *lat), plan_s = 0, wall = 0;
+    vw_engine_times times = {0};
     if (st == VW_OK) /* warm-up: first-call allocations, caches */
-        st = score_one(e, L.v[0], L.len[0], &plan_s, &err);
+        st = score_batch(e, &L, 0, 1, &plan_s, &times, &err);
     memset(&g_stage, 0, sizeof g_stage);
+    memset(&times, 0, sizeof times);
     plan_s = 0;
-    for (size_t k = 0; st == VW_OK && k < n; k++) {
+    for (size_t c = 0; st == VW_OK && c < n_calls; c++) {
+        size_t k = c * (size_t)batch, m = n - k < (size_t)batch ? n - k : (size_t)batch;
         double t = now();
-        st = score_one(e, L.v[k % L.n], L.len[k % L.n], &plan_s, &err);
-        lat[k] = now() - t;
-        wall += lat[k];
+        st = score_batch(e, &L, k, m, &plan_s, &times, &err);
+        lat[c] = now() - t;
+        wall += lat[c];
     }
     if (st == VW_OK) {
-        qsort(lat, n, sizeof *lat, cmp_double);
-        /* The Python side's definitions: statistics.median, sorted[int(0.99 n)]. */
-        double p50 = n % 2 ? lat[n / 2] : 0.5 * (lat[n / 2 - 1] + lat[n / 2]);
-        size_t i99 = (size_t)(0.99 * (double)n);
-        double p99 = lat[i99 < n ? i99 : n - 1];
-        double answers = wall - plan_s - g_stage.backbone - g_stage.heads - g_stage.json;
+        /* Latency per call (a request at a time with --batch 1); the Python
+         * side's definitions: statistics.median, sorted[int(0.99 n)]. */
+        size_t nc = n_calls;
+        qsort(lat, nc, sizeof *lat, cmp_double);
+        double p50 = nc % 2 ? lat[nc / 2] : 0.5 * (lat[nc / 2 - 1] + lat[nc / 2]);
+        size_t i99 = (size_t)(0.99 * (double)nc);
+        double p99 = lat[i99 < nc ? i99 : nc - 1];
+        double heads = times.heads, json = times.envelope;
+        double answers = wall - plan_s - g_stage.backbone - heads - json;
         int threads = openblas_get_num_threads();
-        printf("%-10s %zu requests x %d, %d threads: %.2f req/s, p50 %.2f ms, p99 %.2f ms\n", label,
-               L.n, reps, threads, n / wall, 1e3 * p50, 1e3 * p99);
+        printf("%-10s %zu requests x %d, batch %d, %d threads: %.2f req/s, p50 %.2f ms, "
+               "p99 %.2f ms\n",
+               label, L.n, reps, batch, threads, n / wall, 1e3 * p50, 1e3 * p99);
         printf("  share: plan %.1f%%, backbone %.1f%%, heads %.1f%%, answers %.1f%%, json %.1f%%\n",
-               100 * plan_s / wall, 100 * g_stage.backbone / wall, 100 * g_stage.heads / wall,
-               100 * answers / wall, 100 * g_stage.json / wall);
+               100 * plan_s / wall, 100 * g_stage.backbone / wall, 100 * heads / wall,
+               100 * answers / wall, 100 * json / wall);
         printf("{\"impl\":\"c\",\"label\":\"%s\",\"requests\":%zu,\"threads\":%d,"
                "\"req_per_s\":%.6g,\"p50_ms\":%.6g,\"p99_ms\":%.6g,\"share\":{\"plan\":%.4f,"
                "\"backbone\":%.4f,\"heads\":%.4f,\"answers\":%.4f,\"json\":%.4f}}\n",
                label, n, threads, n / wall, 1e3 * p50, 1e3 * p99, plan_s / wall,
-               g_stage.backbone / wall, g_stage.heads / wall, answers / wall, g_stage.json / wall);
+               g_stage.backbone / wall, heads / wall, answers / wall, json / wall);
     } else {
         fprintf(stderr, "bench_score: %s (%s, %s)\n", err.msg, err.type, err.where);
     }
@@ -242,7 +211,7 @@ static int run(const char *bundle, const char *path, int reps, const char *label
 
 int main(int argc, char **argv) {
     const char *bundle = NULL, *requests = NULL, *label = "score", *executor = NULL;
-    int reps = 3;
+    int reps = 3, batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
             bundle = argv[++i];
@@ -254,12 +223,14 @@ int main(int argc, char **argv) {
             label = argv[++i];
         else if (!strcmp(argv[i], "--executor") && i + 1 < argc)
             executor = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoi(argv[++i]);
         else
             bundle = NULL, i = argc;
     }
-    if (!bundle || !requests || reps < 1) {
+    if (!bundle || !requests || reps < 1 || batch < 1) {
         fprintf(stderr, "usage: bench_score --bundle DIR --requests FILE.jsonl [--reps R] "
-                        "[--label NAME] [--executor instant|sim[:...]]\n");
+                        "[--label NAME] [--executor instant|sim[:...]] [--batch N]\n");
         return 2;
     }
     vw_synthetic_opts synth;
@@ -268,5 +239,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_score: %s\n", err.msg);
         return 2;
     }
-    return run(bundle, requests, reps, label, executor ? &synth : NULL);
+    return run(bundle, requests, reps, batch, label, executor ? &synth : NULL);
 }

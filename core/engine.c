@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "answers/answers.h"
 #include "model/backbone_cpu.h"
@@ -208,46 +209,43 @@ static size_t entry_blocks(const vw_plan *p, const vw_plan_exec_out *x, const fl
     return n;
 }
 
-static vw_status answer_candidates(vw_engine *e, const vw_question *q, const block_ref *ref,
-                                   vw_answer *out, vw_err *err) {
-    size_t m = ref->block->option_ends.n, H = e->ex->hidden;
-    float *z = malloc((m ? m : 1) * sizeof *z);
-    double *zd = malloc((m ? m : 1) * sizeof *zd);
-    vw_status st = z && zd ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "logits");
-    if (st == VW_OK)
-        st = vw_cand_head_logits(&e->cand, ref->rows, m, ref->rows + m * H, q->kind == VW_Q_SET, z,
-                                 err);
-    if (st == VW_OK) {
-        vw_logits_widen(z, m, zd);
-        switch (q->kind) {
-        case VW_Q_CHOICE:
-            st = vw_answer_choice(e->cal, zd, m, q->n_options, q->abstain, out, err);
-            break;
-        case VW_Q_NOUL:
-            st = vw_answer_noul(e->cal, zd, m, q->abstain, e->noul_calibration, out, err);
-            break;
-        case VW_Q_SCORE:
-            st = vw_answer_score(e->cal, zd, m, q->n_options, out, err);
-            break;
-        case VW_Q_SET:
-            st = vw_answer_set(e->cal, zd, m, q->n_options, q->key.p,
-                               q->has_threshold ? &q->threshold : NULL, out, err);
-            break;
-        case VW_Q_SPAN:
-            st = VW_FAIL(err, VW_EINVAL, "bad_plan", "span question in a candidate block");
-            break;
-        }
-    }
-    free(z);
-    free(zd);
-    return st;
+/* ---- head problems of a batch ------------------------------------------------ */
+
+/* Every entry's head outputs: a candidate entry's logits, or one z per
+ * executed block (or window) of a span entry. */
+typedef struct entry_z {
+    float *cand;  /* [m] */
+    float **span; /* [n_span][words x labels] */
+    size_t n_span;
+} entry_z;
+
+/* The problems of a batch for the three heads, in the order they are made. */
+typedef struct problems {
+    vw_cand_problem *cand;
+    size_t n_cand, cap_cand;
+    vw_span_problem *span[2]; /* router, broad */
+    size_t n_span[2], cap_span[2];
+} problems;
+
+static bool grow(void **v, size_t *cap, size_t n, size_t size) {
+    if (n < *cap)
+        return true;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *g = realloc(*v, c * size);
+    if (!g)
+        return false;
+    *v = g;
+    *cap = c;
+    return true;
 }
 
-/* Span-head logits of one executed span block: z [n_words x n_labels]. */
-static vw_status span_block_logits(vw_engine *e, const vw_span_head *head, const block_ref *ref,
-                                   size_t n_labels, float *z, vw_err *err) {
+/* Label vectors of one executed span block (their rows come first, range after
+ * range: plan.h) into a new [n_labels, H] array. */
+static vw_status block_labels(const vw_engine *e, const block_ref *ref, size_t n_labels,
+                              float **out, vw_err *err) {
     const vw_pblock *bl = ref->block;
     size_t H = e->ex->hidden;
+    *out = NULL;
     if (bl->label_ranges.n != 2 * n_labels)
         return VW_FAIL(err, VW_EINVAL, "length_mismatch",
                        "span block has %zu label ranges, plan %zu", bl->label_ranges.n / 2,
@@ -256,7 +254,7 @@ static vw_status span_block_logits(vw_engine *e, const vw_span_head *head, const
     float *labels = malloc(n_labels * H * sizeof *labels);
     vw_status st =
         starts && ends && labels ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "labels");
-    int32_t at = 0; /* label rows are laid out range after range (plan.h) */
+    int32_t at = 0;
     for (size_t l = 0; st == VW_OK && l < n_labels; l++) {
         int32_t len = bl->label_ranges.v[2 * l + 1] - bl->label_ranges.v[2 * l] + 1;
         starts[l] = at;
@@ -265,12 +263,141 @@ static vw_status span_block_logits(vw_engine *e, const vw_span_head *head, const
     }
     if (st == VW_OK)
         st = vw_span_label_means(ref->rows, (size_t)at, H, starts, ends, n_labels, labels, err);
-    if (st == VW_OK)
-        st = vw_span_head_logits(head, ref->rows + (size_t)at * H, bl->word_positions.n, labels,
-                                 n_labels, z, err);
     free(starts);
     free(ends);
-    free(labels);
+    if (st == VW_OK)
+        *out = labels;
+    else
+        free(labels);
+    return st;
+}
+
+static const vw_pspan *plan_span(const vw_plan *p, size_t entry) {
+    for (size_t i = 0; i < p->n_spans; i++)
+        if (p->spans[i].entry == entry)
+            return &p->spans[i];
+    return NULL;
+}
+
+/* Whether entry i of p is answered (valid, in a row that fits). */
+static bool answered_entry(const vw_plan *p, size_t i) {
+    const vw_qentry *en = &p->req->entries[i];
+    return en->valid && p->row_of[i] >= 0 && p->rows[p->row_of[i]].fits;
+}
+
+/* The head problems of one plan: buffers for every answered entry's outputs
+ * (z[], freed by free_plan_z) and the problems appended to pr; label vectors
+ * are kept in *labels (a list the caller frees). */
+static vw_status gather_plan(const vw_engine *e, const vw_plan *p, const vw_plan_exec_out *x,
+                             const float *rows, entry_z *z, problems *pr, float ***labels,
+                             size_t *n_labels_bufs, size_t *cap_labels, vw_err *err) {
+    size_t cap = p->n_trees ? p->n_trees : 1, H = e->ex->hidden;
+    block_ref *refs = malloc(cap * sizeof *refs);
+    if (!refs)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "block refs");
+    vw_status st = VW_OK;
+    for (size_t i = 0; st == VW_OK && i < p->req->n; i++) {
+        if (!answered_entry(p, i))
+            continue;
+        const vw_question *q = &p->req->entries[i].q;
+        size_t n = entry_blocks(p, x, rows, H, i, refs, cap);
+        if (q->kind != VW_Q_SPAN) {
+            if (n != 1) {
+                st = VW_FAIL(err, VW_EINVAL, "bad_plan", "entry %zu has %zu executed blocks", i, n);
+                break;
+            }
+            size_t m = refs[0].block->option_ends.n;
+            z[i].cand = malloc((m ? m : 1) * sizeof *z[i].cand);
+            if (!z[i].cand ||
+                !grow((void **)&pr->cand, &pr->cap_cand, pr->n_cand, sizeof *pr->cand)) {
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate problems");
+                break;
+            }
+            pr->cand[pr->n_cand++] = (vw_cand_problem){refs[0].rows, m, refs[0].rows + m * H,
+                                                       q->kind == VW_Q_SET, z[i].cand};
+            continue;
+        }
+        const vw_pspan *sp = plan_span(p, i);
+        if (!sp || n == 0) {
+            st = VW_FAIL(err, VW_EINVAL, "bad_plan", "span %.*s has no executed block",
+                         (int)q->id.n, q->id.p);
+            break;
+        }
+        int h = sp->head == VW_HEAD_BROAD;
+        size_t L = sp->n_labels;
+        z[i].span = calloc(n, sizeof *z[i].span);
+        z[i].n_span = z[i].span ? n : 0;
+        if (!z[i].span)
+            st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span logits");
+        for (size_t r = 0; st == VW_OK && r < n; r++) {
+            size_t nw = refs[r].block->word_positions.n;
+            float *lab = NULL;
+            st = block_labels(e, &refs[r], L, &lab, err);
+            if (st == VW_OK &&
+                !grow((void **)labels, cap_labels, *n_labels_bufs, sizeof **labels)) {
+                free(lab);
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label vectors");
+            }
+            if (st != VW_OK)
+                break;
+            (*labels)[(*n_labels_bufs)++] = lab;
+            z[i].span[r] = malloc((nw ? nw : 1) * L * sizeof *z[i].span[r]);
+            if (!z[i].span[r] || !grow((void **)&pr->span[h], &pr->cap_span[h], pr->n_span[h],
+                                       sizeof *pr->span[h])) {
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span problems");
+                break;
+            }
+            /* word rows follow the label rows (plan.h) */
+            size_t at = 0;
+            for (size_t l = 0; l < L; l++)
+                at += (size_t)(refs[r].block->label_ranges.v[2 * l + 1] -
+                               refs[r].block->label_ranges.v[2 * l] + 1);
+            pr->span[h][pr->n_span[h]++] =
+                (vw_span_problem){refs[r].rows + at * H, nw, lab, L, z[i].span[r]};
+        }
+    }
+    free(refs);
+    return st;
+}
+
+static void free_plan_z(entry_z *z, size_t n) {
+    for (size_t i = 0; z && i < n; i++) {
+        free(z[i].cand);
+        for (size_t r = 0; r < z[i].n_span; r++)
+            free(z[i].span[r]);
+        free(z[i].span);
+    }
+    free(z);
+}
+
+/* ---- answers -------------------------------------------------------------------- */
+
+static vw_status answer_candidates(const vw_engine *e, const vw_question *q, size_t m,
+                                   const float *z, vw_answer *out, vw_err *err) {
+    double *zd = malloc((m ? m : 1) * sizeof *zd);
+    if (!zd)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "logits");
+    vw_status st = VW_OK;
+    vw_logits_widen(z, m, zd);
+    switch (q->kind) {
+    case VW_Q_CHOICE:
+        st = vw_answer_choice(e->cal, zd, m, q->n_options, q->abstain, out, err);
+        break;
+    case VW_Q_NOUL:
+        st = vw_answer_noul(e->cal, zd, m, q->abstain, e->noul_calibration, out, err);
+        break;
+    case VW_Q_SCORE:
+        st = vw_answer_score(e->cal, zd, m, q->n_options, out, err);
+        break;
+    case VW_Q_SET:
+        st = vw_answer_set(e->cal, zd, m, q->n_options, q->key.p,
+                           q->has_threshold ? &q->threshold : NULL, out, err);
+        break;
+    case VW_Q_SPAN:
+        st = VW_FAIL(err, VW_EINVAL, "bad_plan", "span question in a candidate block");
+        break;
+    }
+    free(zd);
     return st;
 }
 
@@ -291,35 +418,30 @@ static int32_t *pick_words(const vw_ppart *part, const vw_ivec *index) {
     return w;
 }
 
-static vw_status answer_span(vw_engine *e, const vw_plan *p, const vw_pspan *sp,
-                             const block_ref *refs, size_t n_refs, vw_answer *out, vw_err *err) {
+static vw_status answer_span(const vw_engine *e, const vw_plan *p, const vw_pspan *sp,
+                             const block_ref *refs, size_t n_refs, float *const *zs, vw_answer *out,
+                             vw_err *err) {
     const vw_question *q = &p->req->entries[sp->entry].q;
     const vw_ppart *part = plan_part(p, sp->role);
     const vw_part *text_part = vw_state_part(&p->req->state, sp->role);
     if (!part || !text_part || n_refs == 0)
         return VW_FAIL(err, VW_EINVAL, "bad_plan", "span %.*s has no executed block or part",
                        (int)q->id.n, q->id.p);
-    const vw_span_head *head = sp->head == VW_HEAD_BROAD ? &e->broad : &e->router;
     size_t L = sp->n_labels, n_all = part->words.n / 2;
     bool windowed = sp->n_windows > 0;
     size_t n_words = windowed ? n_all : refs[0].block->word_positions.n;
-    float **zs = calloc(n_refs, sizeof *zs);
     vw_span_window *wins = calloc(n_refs, sizeof *wins);
     double *logits = malloc((n_words ? n_words : 1) * L * sizeof *logits);
     int32_t *words = windowed ? NULL : pick_words(part, &refs[0].block->word_index);
     const char **labels = calloc(L ? L : 1, sizeof *labels);
     char **owned = calloc(L ? L : 1, sizeof *owned);
     vw_text text = {0};
-    vw_status st = zs && wins && logits && labels && owned && (windowed || words)
+    vw_status st = wins && logits && labels && owned && (windowed || words)
                        ? VW_OK
                        : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span answer");
-    for (size_t r = 0; st == VW_OK && r < n_refs; r++) {
-        size_t nw = refs[r].block->word_positions.n;
-        zs[r] = malloc((nw ? nw : 1) * L * sizeof *zs[r]);
-        st = zs[r] ? span_block_logits(e, head, &refs[r], L, zs[r], err)
-                   : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span logits");
-        wins[r] = (vw_span_window){refs[r].block->word_index.v, nw, zs[r]};
-    }
+    for (size_t r = 0; st == VW_OK && r < n_refs; r++)
+        wins[r] =
+            (vw_span_window){refs[r].block->word_index.v, refs[r].block->word_positions.n, zs[r]};
     if (st == VW_OK && windowed)
         st = vw_span_window_average(wins, n_refs, n_words, L, logits, err);
     else if (st == VW_OK)
@@ -352,53 +474,116 @@ static vw_status answer_span(vw_engine *e, const vw_plan *p, const vw_pspan *sp,
         st = vw_answer_span(e->cal, &in, out, err);
     }
     vw_text_free(&text);
-    for (size_t r = 0; zs && r < n_refs; r++)
-        free(zs[r]);
     for (size_t l = 0; owned && l < L; l++)
         free(owned[l]);
     free(owned);
     free(labels);
-    free(zs);
     free(wins);
     free(logits);
     free(words);
     return st;
 }
 
-static const vw_pspan *plan_span(const vw_plan *p, size_t entry) {
-    for (size_t i = 0; i < p->n_spans; i++)
-        if (p->spans[i].entry == entry)
-            return &p->spans[i];
-    return NULL;
-}
-
-/* Answers every valid entry whose row fits; others keep answers[i].kind unset
- * and are described by the envelope from the plan. */
-static vw_status answer_plan(vw_engine *e, const vw_plan *p, const vw_plan_exec_out *x,
-                             const float *rows, vw_answer *answers, bool *answered, vw_err *err) {
+/* Answers every entry gather_plan gave outputs to; others keep answers[i]
+ * unset and are described by the envelope from the plan. */
+static vw_status answer_plan(const vw_engine *e, const vw_plan *p, const vw_plan_exec_out *x,
+                             const float *rows, const entry_z *z, vw_answer *answers,
+                             bool *answered, vw_err *err) {
     size_t cap = p->n_trees ? p->n_trees : 1;
     block_ref *refs = malloc(cap * sizeof *refs);
     if (!refs)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "block refs");
     vw_status st = VW_OK;
     for (size_t i = 0; st == VW_OK && i < p->req->n; i++) {
-        const vw_qentry *en = &p->req->entries[i];
-        if (!en->valid || p->row_of[i] < 0 || !p->rows[p->row_of[i]].fits)
+        if (!answered_entry(p, i))
             continue;
-        size_t n = entry_blocks(p, x, rows, e->ex->hidden, i, refs, cap);
-        if (en->q.kind == VW_Q_SPAN) {
-            const vw_pspan *sp = plan_span(p, i);
-            st = sp ? answer_span(e, p, sp, refs, n, &answers[i], err)
-                    : VW_FAIL(err, VW_EINVAL, "bad_plan", "no span plan for entry %zu", i);
-        } else if (n != 1) {
-            st = VW_FAIL(err, VW_EINVAL, "bad_plan", "entry %zu has %zu executed blocks", i, n);
+        const vw_question *q = &p->req->entries[i].q;
+        if (q->kind == VW_Q_SPAN) {
+            size_t n = entry_blocks(p, x, rows, e->ex->hidden, i, refs, cap);
+            st = answer_span(e, p, plan_span(p, i), refs, n, z[i].span, &answers[i], err);
         } else {
-            st = answer_candidates(e, &en->q, &refs[0], &answers[i], err);
+            size_t n = entry_blocks(p, x, rows, e->ex->hidden, i, refs, cap);
+            st = answer_candidates(e, q, refs[0].block->option_ends.n, z[i].cand, &answers[i], err);
+            (void)n;
         }
         answered[i] = st == VW_OK;
     }
     free(refs);
     return st;
+}
+
+/* ---- batches: pack, execute, finish ------------------------------------------- */
+
+struct vw_engine_batch {
+    vw_plan **plans; /* [n] borrowed */
+    size_t n;
+    vw_plan_exec_out *x; /* [n] */
+    size_t *base;        /* [n] first output row of each plan */
+    size_t *tree0;       /* [n] first tree of each plan in trees */
+    vw_tree *trees;
+    size_t n_trees, n_rows;
+    float *rows;
+    vw_status *st; /* [n] each plan's outcome so far */
+    vw_err *errs;  /* [n] */
+};
+
+void vw_engine_batch_free(vw_engine_batch *b) {
+    if (!b)
+        return;
+    for (size_t i = 0; b->x && i < b->n; i++)
+        vw_plan_exec_free(&b->x[i]);
+    free(b->plans);
+    free(b->x);
+    free(b->base);
+    free(b->tree0);
+    free(b->trees);
+    free(b->rows);
+    free(b->st);
+    free(b->errs);
+    free(b);
+}
+
+vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw_engine_batch **out,
+                         vw_err *err) {
+    *out = NULL;
+    vw_engine_batch *b = calloc(1, sizeof *b);
+    size_t m = n ? n : 1;
+    if (b) {
+        b->n = n;
+        b->plans = malloc(m * sizeof *b->plans);
+        b->x = calloc(m, sizeof *b->x);
+        b->base = calloc(m, sizeof *b->base);
+        b->tree0 = calloc(m, sizeof *b->tree0);
+        b->st = calloc(m, sizeof *b->st);
+        b->errs = calloc(m, sizeof *b->errs);
+    }
+    if (!b || !b->plans || !b->x || !b->base || !b->tree0 || !b->st || !b->errs) {
+        vw_engine_batch_free(b);
+        return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch");
+    }
+    for (size_t i = 0; i < n; i++) {
+        b->plans[i] = plans[i];
+        b->st[i] = vw_plan_exec(plans[i], &b->x[i], &b->errs[i]);
+        b->base[i] = b->n_rows;
+        b->tree0[i] = b->n_trees;
+        if (b->st[i] == VW_OK) {
+            b->n_rows += b->x[i].n_rows;
+            b->n_trees += b->x[i].n_trees;
+        }
+    }
+    if (b->n_trees) {
+        b->trees = malloc(b->n_trees * sizeof *b->trees);
+        b->rows = malloc((b->n_rows ? b->n_rows : 1) * e->ex->hidden * sizeof *b->rows);
+        if (!b->trees || !b->rows) {
+            vw_engine_batch_free(b);
+            return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch rows");
+        }
+        for (size_t i = 0, k = 0; i < n; i++)
+            for (size_t t = 0; b->st[i] == VW_OK && t < b->x[i].n_trees; t++)
+                b->trees[k++] = b->x[i].trees[t];
+    }
+    *out = b;
+    return VW_OK;
 }
 
 /* One executor call over trees[0..n); when the executor answers VW_ETRANSIENT
@@ -418,51 +603,131 @@ static vw_status forward_split(vw_engine *e, const vw_tree *trees, size_t n, flo
     return st;
 }
 
-vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf *out,
-                          vw_err *err) {
-    vw_plan_exec_out *x = calloc(n ? n : 1, sizeof *x);
-    size_t *base = calloc(n ? n : 1, sizeof *base);
-    vw_tree *trees = NULL;
-    float *rows = NULL;
-    size_t n_trees = 0, n_rows = 0, H = e->ex->hidden;
-    vw_status st = x && base ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "batch");
-    for (size_t i = 0; st == VW_OK && i < n; i++) {
-        st = vw_plan_exec(plans[i], &x[i], err);
-        base[i] = n_rows;
-        n_rows += x[i].n_rows;
-        n_trees += x[i].n_trees;
+vw_status vw_engine_execute(vw_engine *e, vw_engine_batch *b, vw_err *err) {
+    if (!b->n_trees)
+        return VW_OK;
+    vw_status st = forward_split(e, b->trees, b->n_trees, b->rows, err);
+    if (st == VW_OK || st == VW_ETRANSIENT)
+        return st;
+    /* A failure of the whole call: each plan alone, so one poison plan cannot
+     * sink the rest. */
+    for (size_t i = 0; i < b->n; i++)
+        if (b->st[i] == VW_OK && b->x[i].n_trees)
+            b->st[i] = forward_split(e, b->trees + b->tree0[i], b->x[i].n_trees,
+                                     b->rows + b->base[i] * e->ex->hidden, &b->errs[i]);
+    return VW_OK;
+}
+
+vw_status vw_engine_batch_status(const vw_engine_batch *b, size_t i, vw_err *err) {
+    if (b->st[i] != VW_OK && err)
+        *err = b->errs[i];
+    return b->st[i];
+}
+
+static double thread_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The three heads over problems pr. */
+static vw_status run_heads(const vw_engine *e, const problems *pr, vw_err *err) {
+    vw_status st = vw_cand_head_logits_batch(&e->cand, pr->cand, pr->n_cand, err);
+    if (st == VW_OK)
+        st = vw_span_head_logits_batch(&e->router, pr->span[0], pr->n_span[0], err);
+    if (st == VW_OK && pr->n_span[1])
+        st = vw_span_head_logits_batch(&e->broad, pr->span[1], pr->n_span[1], err);
+    return st;
+}
+
+/* Heads for the plans with outcome OK, plan by plan: each plan's problems go
+ * through one GEMM per head weight (heads.h), but never with another plan's
+ * rows, so a request's answers do not depend on its batch (OpenBLAS picks its
+ * kernels by shape: joined rows would round differently; docs/envelope.md
+ * "batch == single"). z[i] receives plan i's outputs. */
+static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {
+    float **labels = NULL;
+    size_t n_labels = 0, cap_labels = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        z[i] = NULL;
+        if (b->st[i] != VW_OK)
+            continue;
+        const vw_plan *p = b->plans[i];
+        problems pr = {0};
+        z[i] = calloc(p->req->n ? p->req->n : 1, sizeof *z[i]);
+        b->st[i] = z[i] ? gather_plan(e, p, &b->x[i],
+                                      b->rows ? b->rows + b->base[i] * e->ex->hidden : NULL, z[i],
+                                      &pr, &labels, &n_labels, &cap_labels, &b->errs[i])
+                        : VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
+        if (b->st[i] == VW_OK)
+            b->st[i] = run_heads(e, &pr, &b->errs[i]);
+        free(pr.cand);
+        free(pr.span[0]);
+        free(pr.span[1]);
+        for (size_t k = 0; k < n_labels; k++)
+            free(labels[k]);
+        n_labels = 0;
     }
-    if (st == VW_OK && n_trees) {
-        trees = malloc(n_trees * sizeof *trees);
-        rows = malloc((n_rows ? n_rows : 1) * H * sizeof *rows);
-        st = trees && rows ? VW_OK : VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch rows");
-        for (size_t i = 0, k = 0; st == VW_OK && i < n; i++)
-            for (size_t t = 0; t < x[i].n_trees; t++)
-                trees[k++] = x[i].trees[t];
-        if (st == VW_OK)
-            st = forward_split(e, trees, n_trees, rows, err);
+    free(labels);
+}
+
+void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_engine_times *t) {
+    double t0 = thread_s();
+    entry_z **z = calloc(b->n ? b->n : 1, sizeof *z);
+    if (!z) {
+        for (size_t i = 0; i < b->n; i++)
+            if (b->st[i] == VW_OK)
+                b->st[i] = VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
+        return;
     }
-    for (size_t i = 0; st == VW_OK && i < n; i++) {
-        size_t nq = plans[i]->req->n;
+    heads(e, b, z);
+    double t1 = thread_s(), t_env = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->st[i] != VW_OK)
+            continue;
+        const vw_plan *p = b->plans[i];
+        size_t nq = p->req->n;
         vw_answer *answers = calloc(nq ? nq : 1, sizeof *answers);
         bool *answered = calloc(nq ? nq : 1, sizeof *answered);
-        st = answers && answered ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "answers");
+        vw_status st =
+            answers && answered
+                ? answer_plan(e, p, &b->x[i], b->rows ? b->rows + b->base[i] * e->ex->hidden : NULL,
+                              z[i], answers, answered, &b->errs[i])
+                : VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "answers");
+        double te = thread_s();
         if (st == VW_OK)
-            st = answer_plan(e, plans[i], &x[i], rows ? rows + base[i] * H : NULL, answers,
-                             answered, err);
-        if (st == VW_OK)
-            st = vw_envelope_write(&out[i], plans[i], answers, answered, e->has_broad, err);
+            st = vw_envelope_write(&out[i], p, answers, answered, e->has_broad, &b->errs[i]);
+        t_env += thread_s() - te;
+        b->st[i] = st;
         for (size_t q = 0; answers && q < nq; q++)
             if (answered && answered[q])
                 vw_answer_free(&answers[q]);
         free(answers);
         free(answered);
+        free_plan_z(z[i], nq);
     }
-    for (size_t i = 0; x && i < n; i++)
-        vw_plan_exec_free(&x[i]);
-    free(x);
-    free(base);
-    free(trees);
-    free(rows);
+    for (size_t i = 0; i < b->n; i++)
+        if (b->st[i] != VW_OK && z[i])
+            free_plan_z(z[i], b->plans[i]->req->n);
+    free(z);
+    if (t) {
+        double t2 = thread_s();
+        t->heads += t1 - t0;
+        t->envelope += t_env;
+        t->answers += t2 - t1 - t_env;
+    }
+}
+
+vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf *out,
+                          vw_err *err) {
+    vw_engine_batch *b = NULL;
+    vw_status st = vw_engine_pack(e, plans, n, &b, err);
+    if (st == VW_OK)
+        st = vw_engine_execute(e, b, err);
+    if (st == VW_OK)
+        vw_engine_finish(e, b, out, NULL);
+    for (size_t i = 0; st == VW_OK && i < n; i++)
+        st = vw_engine_batch_status(b, i, err);
+    vw_engine_batch_free(b);
     return st;
 }

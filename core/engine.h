@@ -13,7 +13,8 @@
  * (vw_plan_free) and must not outlive the engine.
  * Thread-safety: vw_engine_plan may run on any number of threads at once
  * (renderer and tokenizer are thread-safe), concurrently with one thread
- * calling vw_engine_score (the executor is single-driver).
+ * calling vw_engine_score or vw_engine_execute (the executor is single-driver)
+ * and any number calling vw_engine_finish (the engine is read-only there).
  * Errors: open -> the bundle's/tokenizer's/head's error naming the file or
  * tensor. score -> VW_ETRANSIENT when the executor asks to retry (split the
  * batch), other statuses when the batch cannot be answered at all; per-question
@@ -73,8 +74,41 @@ int64_t vw_engine_plan_cost(const vw_plan *p);
 
 /* Scores n plans in one executor call and writes each envelope (a JSON object:
  * answers, usage, then spans, span_heads, sets, thresholds when present) into
- * out[i] (appended). On failure out[] content is unspecified. */
+ * out[i] (appended): vw_engine_pack, _execute and _finish in a row. On failure
+ * (the first plan's that failed) out[] content is unspecified. */
 vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf *out, vw_err *err);
+
+/* The three steps of scoring a micro-batch, so a caller can overlap them (the
+ * worker: the next batch is packed while one executes, the last one's heads,
+ * answers and envelopes run on other threads):
+ *   pack     host: each plan's executable trees (vw_plan_exec), in one array;
+ *   execute  the executor call (the one thread that drives the executor);
+ *            when the whole call fails (not VW_ETRANSIENT), every plan is run
+ *            alone so one poison plan cannot sink the rest;
+ *   finish   host: the heads over every plan at once (one GEMM per head
+ *            weight for the whole batch), then each plan's answers and
+ *            envelope into out[i]; any thread, several batches at once.
+ * Each plan keeps its own outcome (vw_engine_batch_status). Plans are borrowed
+ * until vw_engine_batch_free. pack and execute return VW_ETRANSIENT when the
+ * whole batch should be retried (out of memory, the executor asks); other
+ * failures are per plan. */
+typedef struct vw_engine_batch vw_engine_batch;
+
+/* Thread CPU seconds spent in finish, added to (heads; answers: calibration,
+ * span decoding; envelope: the JSON). */
+typedef struct vw_engine_times {
+    double heads, answers, envelope;
+} vw_engine_times;
+
+vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw_engine_batch **out,
+                         vw_err *err);
+vw_status vw_engine_execute(vw_engine *e, vw_engine_batch *b, vw_err *err);
+/* out[n]: plan i's envelope is appended to out[i] when its outcome is VW_OK.
+ * t may be NULL. */
+void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_engine_times *t);
+/* Plan i's outcome after the steps run so far (err filled when not VW_OK). */
+vw_status vw_engine_batch_status(const vw_engine_batch *b, size_t i, vw_err *err);
+void vw_engine_batch_free(vw_engine_batch *b);
 
 #ifdef __cplusplus
 }

@@ -54,9 +54,10 @@ static void committed_at(const vw_kh_broker *b, const char *group, const int64_t
             same = got[p] == end[p] || (end[p] == 0 && got[p] < 0);
         if (same)
             return;
-        cr_assert(vw_kh_now_ms() < deadline, "committed [%lld %lld %lld %lld], ends [%lld %lld %lld %lld]",
-                  (long long)got[0], (long long)got[1], (long long)got[2], (long long)got[3],
-                  (long long)end[0], (long long)end[1], (long long)end[2], (long long)end[3]);
+        cr_assert(vw_kh_now_ms() < deadline,
+                  "committed [%lld %lld %lld %lld], ends [%lld %lld %lld %lld]", (long long)got[0],
+                  (long long)got[1], (long long)got[2], (long long)got[3], (long long)end[0],
+                  (long long)end[1], (long long)end[2], (long long)end[3]);
         vw_kh_sleep_ms(200);
     }
 }

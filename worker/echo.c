@@ -23,7 +23,7 @@ typedef struct echo_item {
     char *request_id;
     char *value; /* the finished result value */
     size_t value_len;
-    long runs; /* touched by the executor thread only */
+    long runs; /* touched by the finish step only (one batch at a time) */
 } echo_item;
 
 static void echo_item_free(vw_processor *p, void *it) {
@@ -140,14 +140,55 @@ static void echo_one(echo *e, echo_item *item, vw_result *r) {
     r->vela_status = 200;
 }
 
-static void echo_run_batch(vw_processor *p, void *const *items, size_t n, vw_result *results) {
+/* A batch in flight: the items the finish step answers. */
+typedef struct echo_batch {
+    void **items;
+    size_t n;
+} echo_batch;
+
+static vw_status echo_prepare(vw_processor *p, void *const *items, size_t n, void **batch,
+                              vw_err *err) {
+    (void)p;
+    echo_batch *b = malloc(sizeof *b);
+    void **copy = malloc((n ? n : 1) * sizeof *copy);
+    if (!b || !copy) {
+        free(b);
+        free(copy);
+        return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "echo batch");
+    }
+    memcpy(copy, items, n * sizeof *copy);
+    *b = (echo_batch){copy, n};
+    *batch = b;
+    return VW_OK;
+}
+
+/* The "device": VW_TEST_ECHO_DELAY_MS holds the executor thread as a model's
+ * call would. */
+static vw_status echo_execute(vw_processor *p, void *batch, vw_err *err) {
+    (void)batch;
+    (void)err;
     echo *e = p->impl;
     if (e->delay_ms > 0) {
         struct timespec ts = {e->delay_ms / 1000, (e->delay_ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    for (size_t i = 0; i < n; i++)
-        echo_one(e, items[i], &results[i]);
+    return VW_OK;
+}
+
+static void echo_finish(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t) {
+    (void)t;
+    echo *e = p->impl;
+    echo_batch *b = batch;
+    for (size_t i = 0; i < b->n; i++)
+        echo_one(e, b->items[i], &results[i]);
+}
+
+static void echo_release(vw_processor *p, void *batch) {
+    (void)p;
+    echo_batch *b = batch;
+    if (b)
+        free(b->items);
+    free(b);
 }
 
 static const char *echo_model(vw_processor *p) {
@@ -168,7 +209,10 @@ static void echo_destroy(vw_processor *p) {
 static const vw_processor_ops echo_ops = {
     .name = "test-echo",
     .admit = echo_admit,
-    .run_batch = echo_run_batch,
+    .prepare = echo_prepare,
+    .execute = echo_execute,
+    .finish = echo_finish,
+    .release = echo_release,
     .item_free = echo_item_free,
     .ready = NULL,
     .model = echo_model,

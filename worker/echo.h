@@ -14,7 +14,8 @@
  *   VW_TEST_ECHO_HUGE="<request-id>"       that request's result is 2 MiB
  *                                          (larger than the producer's
  *                                          message.max.bytes: dead-letter path);
- *   VW_TEST_ECHO_DELAY_MS="<ms>"           each run_batch sleeps that long.
+ *   VW_TEST_ECHO_DELAY_MS="<ms>"           each batch's execute step (the
+ *                                          executor thread) sleeps that long.
  * It is never selected by default. */
 vw_status vw_echo_processor_new(vw_processor **out, vw_err *err);
 

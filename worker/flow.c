@@ -20,39 +20,106 @@ static void wake(struct vw_worker *w) {
     }
 }
 
-/* ---- executor thread ------------------------------------------------------ */
+/* ---- the batch pipeline: prepare, execute, finish ---------------------------
+ *
+ * A closed micro-batch becomes a flight: the Kafka thread prepares it
+ * (processor prepare: host work before the device) and queues it for the
+ * executor thread (to_exec), which only runs execute (the device call) and
+ * hands it to the processing threads (to_finish); one of them runs finish
+ * (heads, answers, envelopes), moves the results into the items, releases the
+ * processor's state and queues the flight for the Kafka thread (from_exec).
+ * While batch N executes, N+1 is being admitted, planned and prepared and
+ * N-1, N-2 ... are being finished. A flight whose prepare or execute failed
+ * skips the steps after it: its items RETRY or are dead-lettered. */
+struct vw_flight {
+    vw_batch *batch; /* items in arrival order */
+    void *work;      /* the processor's state (prepare .. release) */
+    vw_status st;    /* of prepare, then execute */
+    vw_err err;
+};
 
-static void run_one_batch(struct vw_worker *w, vw_batch *b) {
-    void **items = malloc(b->n * sizeof *items);
-    vw_result *res = calloc(b->n, sizeof *res);
-    int64_t start_ms = vw_now_ms();
-    if (!items || !res) {
-        for (size_t i = 0; i < b->n; i++)
-            vw_item_fail(b->items[i], VW_RESULT_RETRY, "out_of_memory", "executor batch arrays");
-        goto done;
+/* Every item of f gets RETRY (transient) or FATAL with f's error. */
+static void fail_flight(struct vw_flight *f) {
+    vw_result_kind kind = f->st == VW_ETRANSIENT ? VW_RESULT_RETRY : VW_RESULT_FATAL;
+    for (size_t i = 0; i < f->batch->n; i++)
+        vw_item_fail(f->batch->items[i], kind, f->err.type[0] ? f->err.type : "batch_failed",
+                     f->err.msg);
+}
+
+void vw_flight_free_cb(void *flight) {
+    struct vw_flight *f = flight;
+    if (!f)
+        return;
+    if (f->work) {
+        vw_item *first = f->batch->n ? f->batch->items[0] : NULL;
+        if (first)
+            first->proc->ops->release(first->proc, f->work);
     }
-    for (size_t i = 0; i < b->n; i++) {
-        vw_item *it = b->items[i];
-        items[i] = it->proc_item;
-        vw_metrics_observe(w->metrics, VW_H_QUEUE_DELAY,
-                           (double)(start_ms - it->admitted_ms) / 1e3);
+    vw_batch_free(f->batch, vw_item_free_cb);
+    free(f);
+}
+
+/* The Kafka thread: the processor's prepare of a closed batch. */
+static struct vw_flight *prepare(struct vw_worker *w, vw_batch *b) {
+    struct vw_flight *f = calloc(1, sizeof *f);
+    void **items = malloc((b->n ? b->n : 1) * sizeof *items);
+    if (!f || !items) {
+        free(f);
+        free(items);
+        return NULL;
     }
-    double t0 = vw_now_s();
-    w->proc->ops->run_batch(w->proc, items, b->n, res);
-    vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_EXECUTOR);
-    vw_metrics_observe(w->metrics, VW_H_EXEC, vw_now_s() - t0);
+    f->batch = b;
     for (size_t i = 0; i < b->n; i++)
-        vw_item_take(b->items[i], &res[i]);
-done:
+        items[i] = ((vw_item *)b->items[i])->proc_item;
+    f->st = w->proc->ops->prepare(w->proc, items, b->n, &f->work, &f->err);
     free(items);
-    free(res);
+    return f;
 }
 
 void *vw_executor_main(void *arg) {
     struct vw_worker *w = arg;
-    for (vw_batch *b; (b = vw_queue_pop(w->to_exec));) {
-        run_one_batch(w, b);
-        vw_queue_push(w->from_exec, b); /* the Kafka thread always drains it */
+    for (struct vw_flight *f; (f = vw_queue_pop(w->to_exec));) {
+        int64_t start_ms = vw_now_ms();
+        for (size_t i = 0; i < f->batch->n; i++)
+            vw_metrics_observe(w->metrics, VW_H_QUEUE_DELAY,
+                               (double)(start_ms - ((vw_item *)f->batch->items[i])->admitted_ms) /
+                                   1e3);
+        if (f->st == VW_OK) {
+            double t0 = vw_now_s(), c0 = vw_thread_cpu_s();
+            f->st = w->proc->ops->execute(w->proc, f->work, &f->err);
+            vw_metrics_observe(w->metrics, VW_H_EXEC, vw_now_s() - t0);
+            vw_metrics_stage(w->metrics, VW_S_EXECUTE, vw_thread_cpu_s() - c0);
+        }
+        vw_queue_push(w->to_finish, f); /* blocks while every processing thread is busy */
+    }
+    vw_queue_close(w->to_finish); /* the processing threads drain it, then stop */
+    return NULL;
+}
+
+void *vw_finish_main(void *arg) {
+    struct vw_worker *w = arg;
+    for (struct vw_flight *f; (f = vw_queue_pop(w->to_finish));) {
+        vw_batch *b = f->batch;
+        vw_result *res = f->st == VW_OK ? calloc(b->n ? b->n : 1, sizeof *res) : NULL;
+        if (f->st == VW_OK && !res)
+            f->st = VW_FAIL(&f->err, VW_ETRANSIENT, "out_of_memory", "batch results");
+        if (f->st == VW_OK) {
+            vw_stage_times t = {0};
+            w->proc->ops->finish(w->proc, f->work, res, &t);
+            vw_metrics_stage(w->metrics, VW_S_HEADS, t.heads);
+            vw_metrics_stage(w->metrics, VW_S_ANSWERS, t.answers);
+            vw_metrics_stage(w->metrics, VW_S_ENVELOPE, t.envelope);
+            vw_crashpoint_hit(&w->crash, VW_CRASH_AFTER_EXECUTOR);
+            for (size_t i = 0; i < b->n; i++)
+                vw_item_take(b->items[i], &res[i]);
+        } else {
+            fail_flight(f);
+        }
+        free(res);
+        if (f->work)
+            w->proc->ops->release(w->proc, f->work);
+        f->work = NULL;
+        vw_queue_push(w->from_exec, f); /* sized never to block (worker.c) */
         wake(w);
     }
     return NULL;
@@ -192,7 +259,11 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     }
     vw_metrics_inc(w->metrics, VW_M_RECORDS_IN, 1);
     vw_json_doc *doc = NULL;
+    double c0 = vw_thread_cpu_s();
     vw_item *it = new_item(w, m, epoch, &doc);
+    double c1 = vw_thread_cpu_s();
+    vw_metrics_stage(w->metrics, VW_S_ADMISSION, c1 - c0);
+    w->admit_cpu_s += c1 - c0;
     if (!it) {
         /* Out of memory: the tracked offset stays PENDING, so nothing past it
          * is committed; the worker stops (exit 1) rather than hold the
@@ -205,6 +276,9 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     if (it->kind == VW_RESULT_RECORD && !it->out_value)
         admit(w, it, doc);
     vw_json_free(doc);
+    double c2 = vw_thread_cpu_s();
+    vw_metrics_stage(w->metrics, VW_S_PLAN, c2 - c1);
+    w->admit_cpu_s += c2 - c1;
     if (it->proc_item) {
         if (vw_batcher_push(w->batcher, it, it->tokens, w->turn_ms, &err) == VW_OK)
             return;
@@ -256,11 +330,12 @@ static void collect_item(struct vw_worker *w, vw_item *it) {
 }
 
 void vw_worker_collect(struct vw_worker *w) {
-    for (vw_batch *b; (b = vw_queue_try_pop(w->from_exec));) {
-        w->exec_items -= b->n;
-        for (size_t i = 0; i < b->n; i++)
-            collect_item(w, b->items[i]);
-        vw_batch_free(b, NULL);
+    for (struct vw_flight *f; (f = vw_queue_try_pop(w->from_exec));) {
+        w->exec_items -= f->batch->n;
+        for (size_t i = 0; i < f->batch->n; i++)
+            collect_item(w, f->batch->items[i]);
+        vw_batch_free(f->batch, NULL);
+        free(f);
     }
 }
 
@@ -276,13 +351,25 @@ void vw_worker_requeue_due(struct vw_worker *w, int64_t now) {
 
 /* Hands closed batches to the executor while its queue has room. */
 void vw_worker_dispatch(struct vw_worker *w, int64_t now) {
-    for (;;) {
+    /* Only this thread adds to to_exec: while it has room, a push succeeds, so
+     * a batch is prepared only when it can be queued at once (a held batch
+     * stays unprepared: a revoke may still take items out of it). */
+    while (vw_queue_len(w->to_exec) < EXEC_QUEUE) {
         if (!w->held && !vw_batcher_take(w->batcher, now, &w->held))
             return;
+        double c0 = vw_thread_cpu_s();
+        struct vw_flight *f = prepare(w, w->held);
+        vw_metrics_stage(w->metrics, VW_S_BATCHING, vw_thread_cpu_s() - c0);
+        if (!f)
+            return; /* out of memory: the batch stays held, tried again next turn */
         size_t n = w->held->n;
         int64_t tokens = w->held->tokens;
-        if (!vw_queue_try_push(w->to_exec, w->held))
+        if (!vw_queue_try_push(w->to_exec, f)) { /* cannot happen: room was checked */
+            if (f->work)
+                w->proc->ops->release(w->proc, f->work);
+            free(f);
             return;
+        }
         w->held = NULL;
         w->exec_items += n;
         vw_metrics_inc(w->metrics, VW_M_BATCHES, 1);

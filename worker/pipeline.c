@@ -66,49 +66,82 @@ static vw_status pipe_admit(vw_processor *p, const vw_record *rec, vw_admission 
     return st;
 }
 
-/* Scores items[0..n) in one call; on success fills results with envelopes. */
-static vw_status score(pipeline *pl, void *const *items, size_t n, vw_result *results,
-                       vw_err *err) {
-    vw_sbuf *outs = calloc(n, sizeof *outs);
-    if (!outs)
-        return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch outputs");
-    vw_status st = vw_engine_score(pl->engine, (vw_plan *const *)items, n, outs, err);
-    for (size_t i = 0; st == VW_OK && i < n; i++)
-        st = set_record(&results[i], 200, &outs[i], err);
-    for (size_t i = 0; i < n; i++)
-        vw_sbuf_free(&outs[i]);
-    free(outs);
-    return st;
-}
-
 static void fail(vw_result *r, vw_result_kind kind, const vw_err *err) {
     vw_result_clear(r);
     r->kind = kind;
     r->err = *err;
 }
 
-static void pipe_run_batch(vw_processor *p, void *const *items, size_t n, vw_result *results) {
+/* A micro-batch in flight: the engine's packed batch and its size. */
+typedef struct pipe_batch {
+    vw_engine_batch *eb;
+    size_t n;
+} pipe_batch;
+
+static vw_status pipe_prepare(vw_processor *p, void *const *items, size_t n, void **batch,
+                              vw_err *err) {
     pipeline *pl = p->impl;
-    vw_err err = {0};
-    vw_status st = score(pl, items, n, results, &err);
-    if (st == VW_OK)
-        return;
-    for (size_t i = 0; i < n; i++)
-        vw_result_clear(&results[i]);
-    if (st == VW_ETRANSIENT || n == 1) {
-        VW_LOG(pl->log, VW_LOG_WARN, "pipeline", "batch of %zu failed: %s (%s, %s)", n, err.msg,
-               err.type, err.where);
-        for (size_t i = 0; i < n; i++)
+    pipe_batch *b = malloc(sizeof *b);
+    if (!b)
+        return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch");
+    b->n = n;
+    vw_status st = vw_engine_pack(pl->engine, (vw_plan *const *)items, n, &b->eb, err);
+    if (st != VW_OK) {
+        free(b);
+        return st;
+    }
+    *batch = b;
+    return VW_OK;
+}
+
+static vw_status pipe_execute(vw_processor *p, void *batch, vw_err *err) {
+    pipeline *pl = p->impl;
+    pipe_batch *b = batch;
+    vw_status st = vw_engine_execute(pl->engine, b->eb, err);
+    if (st != VW_OK)
+        VW_LOG(pl->log, VW_LOG_WARN, "pipeline", "batch of %zu failed: %s (%s, %s)", b->n, err->msg,
+               err->type, err->where);
+    return st;
+}
+
+/* Each plan's envelope, or its own failure: RETRY when transient (the device
+ * was out of memory for it), else FATAL (dead-lettered); the other plans of
+ * the batch are answered (vw_engine_execute runs a failing batch plan by plan). */
+static void pipe_finish(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t) {
+    pipeline *pl = p->impl;
+    pipe_batch *b = batch;
+    vw_sbuf *outs = calloc(b->n ? b->n : 1, sizeof *outs);
+    vw_engine_times et = {0};
+    if (outs)
+        vw_engine_finish(pl->engine, b->eb, outs, &et);
+    for (size_t i = 0; i < b->n; i++) {
+        vw_err err = {0};
+        vw_status st = outs ? vw_engine_batch_status(b->eb, i, &err)
+                            : VW_FAIL(&err, VW_ETRANSIENT, "out_of_memory", "batch outputs");
+        if (st == VW_OK)
+            st = set_record(&results[i], 200, &outs[i], &err);
+        if (st != VW_OK) {
+            VW_LOG(pl->log, VW_LOG_WARN, "pipeline", "request failed: %s (%s, %s)", err.msg,
+                   err.type, err.where);
             fail(&results[i], st == VW_ETRANSIENT ? VW_RESULT_RETRY : VW_RESULT_FATAL, &err);
-        return;
+        }
+        if (outs)
+            vw_sbuf_free(&outs[i]);
     }
-    /* A non-transient batch failure: isolate the item(s) that cause it. */
-    for (size_t i = 0; i < n; i++) {
-        vw_err one = {0};
-        vw_status s1 = score(pl, &items[i], 1, &results[i], &one);
-        if (s1 != VW_OK)
-            fail(&results[i], s1 == VW_ETRANSIENT ? VW_RESULT_RETRY : VW_RESULT_FATAL, &one);
+    free(outs);
+    if (t) {
+        t->heads += et.heads;
+        t->answers += et.answers;
+        t->envelope += et.envelope;
     }
+}
+
+static void pipe_release(vw_processor *p, void *batch) {
+    (void)p;
+    pipe_batch *b = batch;
+    if (b)
+        vw_engine_batch_free(b->eb);
+    free(b);
 }
 
 static void pipe_item_free(vw_processor *p, void *item) {
@@ -130,7 +163,10 @@ static void pipe_destroy(vw_processor *p) {
 static const vw_processor_ops pipeline_ops = {
     .name = "pipeline",
     .admit = pipe_admit,
-    .run_batch = pipe_run_batch,
+    .prepare = pipe_prepare,
+    .execute = pipe_execute,
+    .finish = pipe_finish,
+    .release = pipe_release,
     .item_free = pipe_item_free,
     .ready = NULL,
     .model = pipe_model,

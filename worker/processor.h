@@ -5,8 +5,11 @@
  *   1. admit(record) on the Kafka thread, as records arrive. It returns either a
  *      finished result (a rejection: the record needs no model time) or a
  *      pending item with a token cost, which the worker batches.
- *   2. run_batch(items) on the executor thread, with one micro-batch of pending
- *      items. It fills one result per item.
+ *   2. a micro-batch of pending items in three steps: prepare (Kafka thread),
+ *      execute (the executor thread: the device call only), finish (a
+ *      processing thread), filling one result per item; the executor thread
+ *      drives the device while the next batch is prepared and the last ones
+ *      are finished.
  * Before admit, the worker has already checked the record itself
  * (admit_record.h): size, UTF-8, JSON syntax with Python's json.loads rules,
  * no unpaired surrogate, top-level object. A processor therefore only sees
@@ -23,12 +26,13 @@
  * Ownership: a vw_result owns value and headers (vw_result_clear frees them);
  * the worker takes results out of the arrays it passes. Pending items belong to
  * the processor's item_free, called by the worker exactly once per item, after
- * its last run_batch (an item may go through run_batch several times when it
- * gets RETRY). Records and their bytes are borrowed for the admit call only.
+ * its last batch (an item may go through several batches when it gets RETRY).
+ * Records and their bytes are borrowed for the admit call only.
  *
- * Thread-safety: admit runs on the Kafka thread while run_batch runs on the
- * executor thread; a processor must allow these two calls to overlap. Each of
- * them is called by one thread only. ready/model may be called from any thread.
+ * Thread-safety: admit and prepare run on the Kafka thread, execute on the
+ * executor thread, finish on any processing thread (several at once, for
+ * different batches); a processor must allow them to overlap. ready/model may
+ * be called from any thread.
  *
  * The model pipeline (pipeline.h) and the test-only echo (echo.h) implement
  * it; processors.h picks one by model.device.
@@ -92,6 +96,14 @@ typedef struct vw_admission {
     int64_t tokens;   /* its cost against batching.max_tokens (>= 0) */
 } vw_admission;
 
+/* Thread CPU seconds a processor's finish spent, added to (the worker's
+ * per-stage metrics). */
+typedef struct vw_stage_times {
+    double heads;    /* the model's readout heads */
+    double answers;  /* calibration, span decoding */
+    double envelope; /* the result JSON */
+} vw_stage_times;
+
 typedef struct vw_processor vw_processor;
 
 typedef struct vw_processor_ops {
@@ -99,8 +111,21 @@ typedef struct vw_processor_ops {
     /* Kafka thread. A non-OK status means the record cannot even be rejected:
      * the worker dead-letters it with err. */
     vw_status (*admit)(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err);
-    /* Executor thread. results[i] (zeroed by the worker) answers items[i]. */
-    void (*run_batch)(vw_processor *p, void *const *items, size_t n, vw_result *results);
+    /* A micro-batch of pending items, in three steps so the worker can overlap
+     * them: prepare on the Kafka thread as the batch is dispatched (host work
+     * before the device, e.g. packing token trees), execute on the executor
+     * thread (the device call, nothing else), finish on one of the worker's
+     * processing threads (host work after the device: results[i], zeroed by
+     * the worker, answers items[i]). A batch's steps run in that order, one at
+     * a time; finish runs for several batches at once. prepare returns the
+     * batch's state, which release frees after finish. A non-OK status from
+     * prepare or execute makes every item of the batch RETRY (VW_ETRANSIENT) or
+     * FATAL (anything else); finish is then not called. t (may be NULL)
+     * receives finish's thread CPU time by stage. */
+    vw_status (*prepare)(vw_processor *p, void *const *items, size_t n, void **batch, vw_err *err);
+    vw_status (*execute)(vw_processor *p, void *batch, vw_err *err);
+    void (*finish)(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t);
+    void (*release)(vw_processor *p, void *batch);
     void (*item_free)(vw_processor *p, void *item);
     /* (optional) false while the processor cannot take work (loading); NULL = ready. */
     bool (*ready)(vw_processor *p);

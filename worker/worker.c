@@ -18,7 +18,7 @@
 #include "service/clock.h"
 #include "worker_impl.h"
 
-enum { EXEC_QUEUE = 2, IDLE_POLL_MS = 100 };
+enum { IDLE_POLL_MS = 100 };
 
 /* ---- the loop ---------------------------------------------------------------- */
 
@@ -71,24 +71,36 @@ static void check_broker(struct vw_worker *w, int64_t now) {
     vw_worker_set_fatal(w);
 }
 
+/* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
+ * (admission and plan are counted inside intake by flow.c: intake is the
+ * rest of polling). */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
     /* Delivery reports first: they make room under limits.max_in_flight, and
      * the record queue's I/O event does not fire again for records that were
      * already waiting while intake was stopped. */
+    double c0 = vw_thread_cpu_s();
     vw_producer_poll(w, 0);
+    double c1 = vw_thread_cpu_s();
+    w->admit_cpu_s = 0;
     w->more = vw_consumer_poll(w);
+    double c2 = vw_thread_cpu_s();
+    vw_metrics_stage(w->metrics, VW_S_INTAKE, c2 - c1 - w->admit_cpu_s);
     vw_worker_collect(w);
     int64_t now = vw_now_ms();
     vw_worker_requeue_due(w, now);
     if (w->stopping)
         vw_batcher_flush(w->batcher, now);
     vw_worker_dispatch(w, now);
+    double c3 = vw_thread_cpu_s();
     vw_produce_ready(w);
+    double c4 = vw_thread_cpu_s();
+    vw_metrics_stage(w->metrics, VW_S_PRODUCE, (c1 - c0) + (c4 - c3));
     if (!w->replay && now >= w->next_commit_ms) {
         vw_consumer_commit(w, false);
         w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
+        vw_metrics_stage(w->metrics, VW_S_COMMIT, vw_thread_cpu_s() - c4);
     }
     if (!w->replay && !w->stopping && now >= w->next_route_ms) {
         vw_consumer_reroute(w);
@@ -114,6 +126,10 @@ vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
         st = vw_producer_open(w, err);
     if (st)
         return st;
+    for (; w->pool_started < w->n_pool; w->pool_started++)
+        if (pthread_create(&w->pool[w->pool_started], NULL, vw_finish_main, w))
+            return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
+                           w->pool_started);
     if (pthread_create(&w->exec_thread, NULL, vw_executor_main, w))
         return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
     w->exec_started = true;
@@ -143,12 +159,17 @@ void vw_worker_stop(struct vw_worker *w) {
     if (!w->stop_deadline_ms)
         w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
     vw_consumer_close(w); /* a revoke may still produce and commit */
-    if (w->exec_started) {
-        vw_queue_close(w->to_exec);
+    /* The executor drains to_exec into to_finish and closes it; the
+     * processing threads drain that into from_exec (never full: see new). */
+    vw_queue_close(w->to_exec);
+    if (w->exec_started)
         pthread_join(w->exec_thread, NULL);
-        w->exec_started = false;
-        vw_worker_collect(w);
-    }
+    else
+        vw_queue_close(w->to_finish);
+    w->exec_started = false;
+    for (; w->pool_started > 0; w->pool_started--)
+        pthread_join(w->pool[w->pool_started - 1], NULL);
+    vw_worker_collect(w);
     vw_producer_close(w);
 }
 
@@ -172,9 +193,18 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     w->tracker = vw_offsets_new(vw_item_free_cb);
     w->batcher = vw_batcher_new(cfg->batching.max_tokens, cfg->batching.max_requests,
                                 cfg->batching.max_wait_ms);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    w->n_pool = cfg->processing.threads > 0 ? (size_t)cfg->processing.threads
+                : cpus > 0                  ? (size_t)cpus
+                                            : 1;
+    w->pool = calloc(w->n_pool, sizeof *w->pool);
     w->to_exec = vw_queue_new(EXEC_QUEUE);
-    w->from_exec = vw_queue_new(EXEC_QUEUE + 2);
-    if (!w->tracker || !w->batcher || !w->to_exec || !w->from_exec) {
+    w->to_finish = vw_queue_new(w->n_pool);
+    /* Room for every flight that can be past prepare at once (queued for and
+     * in the executor, queued for and in processing), so a processing thread
+     * never blocks on it and stop() can join them before collecting. */
+    w->from_exec = vw_queue_new(EXEC_QUEUE + 1 + 2 * w->n_pool);
+    if (!w->tracker || !w->batcher || !w->pool || !w->to_exec || !w->to_finish || !w->from_exec) {
         vw_worker_free(w);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
     }
@@ -207,14 +237,10 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
     return VW_OK;
 }
 
-static void free_batch_items(void *b) {
-    vw_batch_free(b, vw_item_free_cb);
-}
-
 void vw_worker_free(vw_worker *w) {
     if (!w)
         return;
-    if (w->consumer || w->producer || w->exec_started)
+    if (w->consumer || w->producer || w->exec_started || w->pool_started)
         vw_worker_stop(w);
     vw_batch_free(w->held, vw_item_free_cb);
     vw_batcher_free(w->batcher, vw_item_free_cb);
@@ -224,8 +250,10 @@ void vw_worker_free(vw_worker *w) {
         vw_item_free(w->redo[i]);
     free(w->retry);
     free(w->redo);
-    vw_queue_free(w->to_exec, free_batch_items);
-    vw_queue_free(w->from_exec, free_batch_items);
+    vw_queue_free(w->to_exec, vw_flight_free_cb);
+    vw_queue_free(w->to_finish, vw_flight_free_cb);
+    vw_queue_free(w->from_exec, vw_flight_free_cb);
+    free(w->pool);
     vw_offsets_free(w->tracker);
     vw_consumer_free(w);
     vw_sbuf_free(&w->scratch);

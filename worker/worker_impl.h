@@ -42,6 +42,11 @@ typedef struct vw_range {
 } vw_range;
 
 struct vw_consumer;
+struct vw_flight; /* a micro-batch between prepare and collect (flow.c) */
+
+/* Batches prepared and waiting for the executor thread: one runs while the
+ * next waits, so the device never waits for the host to prepare one. */
+enum { EXEC_QUEUE = 2 };
 
 struct vw_worker {
     const vw_config *cfg;
@@ -56,9 +61,11 @@ struct vw_worker {
     vw_offsets *tracker;
     vw_batcher *batcher;
     vw_batch *held; /* a closed batch the executor queue had no room for */
-    vw_queue *to_exec, *from_exec;
+    vw_queue *to_exec, *to_finish, *from_exec; /* flights (flow.c) */
     pthread_t exec_thread;
     bool exec_started;
+    pthread_t *pool; /* processing threads (finish), n_pool of them */
+    size_t n_pool, pool_started;
     size_t exec_items; /* items handed to the executor and not yet back */
     vw_item **retry;   /* RETRY items waiting for their backoff */
     size_t n_retry, cap_retry;
@@ -69,6 +76,7 @@ struct vw_worker {
     bool producer_dead; /* the producer can deliver nothing more (implies fatal) */
     bool more;          /* the last turn left work queued: do not sleep */
     int64_t turn_ms;    /* vw_now_ms() at the start of this turn (admission times) */
+    double admit_cpu_s; /* this turn's CPU time in admission and plan (stage metrics) */
     vw_sbuf scratch;    /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
@@ -98,8 +106,11 @@ static inline void vw_worker_set_fatal(struct vw_worker *w) {
 void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m);
 /* The replay range of a partition, or NULL (run mode). */
 const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition);
-/* The executor thread's main (arg: the worker). */
+/* The executor thread's main and a processing thread's main (arg: the worker). */
 void *vw_executor_main(void *arg);
+void *vw_finish_main(void *arg);
+/* Frees a flight left in a queue (its processor state, its items). */
+void vw_flight_free_cb(void *flight);
 /* Results the executor sent back. */
 void vw_worker_collect(struct vw_worker *w);
 /* Retries whose backoff is over go back to the batcher. */

@@ -165,33 +165,49 @@ static float mlp_score(const float *a, const float *c, const float *v, size_t d)
 
 /* ---- CandidateHead -------------------------------------------------------------- */
 
-vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
-                              const float *query, bool is_set, float *logits, vw_err *err) {
-    if (m == 0)
-        return VW_FAIL(err, VW_EINVAL, "length_mismatch", "candidate head: 0 option rows");
-    size_t H = h->hidden, d = h->d;
-    /* c [m,H] | q [H] | kc [m,d] | mc [m,d] | qq [d] | mq [d] */
-    float *ws = malloc((m * H + H + 2 * m * d + 2 * d) * sizeof *ws);
-    if (!ws)
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu options", m);
-    float *c = ws, *q = c + m * H, *kc = q + H, *mc = kc + m * d, *qq = mc + m * d, *mq = qq + d;
-    layer_norm(cands, m, H, h->cand_ln_w, h->cand_ln_b, c);
-    layer_norm(query, 1, H, h->query_ln_w, h->query_ln_b, q);
-    project(c, m, H, h->key, d, kc);    /* (m,d) K c_i */
-    project(c, m, H, h->cmlp_w, d, mc); /* (m,d) Mc c_i */
-    project(q, 1, H, h->query, d, qq);  /* (d) Q q */
-    project(q, 1, H, h->qmlp_w, d, mq); /* (d) Mq q */
-    float scale = (float)(1.0 / sqrt((double)d));
-    for (size_t i = 0; i < m; i++) {
-        float *mci = mc + i * d;
-        for (size_t k = 0; k < d; k++)
-            mci[k] += h->cmlp_b[k]; /* candidate_mlp carries the only bias */
-        float bil = cblas_sdot((int)d, kc + i * d, 1, qq, 1) * scale;
-        float z = bil + mlp_score(mci, mq, h->scalar, d);
-        logits[i] = is_set ? z + h->set_bias : z;
+vw_status vw_cand_head_logits_batch(const vw_cand_head *h, const vw_cand_problem *p, size_t n,
+                                    vw_err *err) {
+    size_t H = h->hidden, d = h->d, R = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k].m == 0)
+            return VW_FAIL(err, VW_EINVAL, "length_mismatch", "candidate head: 0 option rows");
+        R += p[k].m;
     }
+    if (n == 0)
+        return VW_OK;
+    /* c [R,H] | q [n,H] | kc [R,d] | mc [R,d] | qq [n,d] | mq [n,d] */
+    float *ws = malloc(((R + n) * H + 2 * (R + n) * d) * sizeof *ws);
+    if (!ws)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu rows", R);
+    float *c = ws, *q = c + R * H, *kc = q + n * H, *mc = kc + R * d, *qq = mc + R * d,
+          *mq = qq + n * d;
+    for (size_t k = 0, r = 0; k < n; r += p[k].m, k++) {
+        layer_norm(p[k].cands, p[k].m, H, h->cand_ln_w, h->cand_ln_b, c + r * H);
+        layer_norm(p[k].query, 1, H, h->query_ln_w, h->query_ln_b, q + k * H);
+    }
+    /* One GEMM per weight for every problem's rows: the weight is packed once. */
+    project(c, R, H, h->key, d, kc);    /* (R,d) K c_i */
+    project(c, R, H, h->cmlp_w, d, mc); /* (R,d) Mc c_i */
+    project(q, n, H, h->query, d, qq);  /* (n,d) Q q */
+    project(q, n, H, h->qmlp_w, d, mq); /* (n,d) Mq q */
+    float scale = (float)(1.0 / sqrt((double)d));
+    for (size_t k = 0, r = 0; k < n; r += p[k].m, k++)
+        for (size_t i = 0; i < p[k].m; i++) {
+            float *mci = mc + (r + i) * d;
+            for (size_t t = 0; t < d; t++)
+                mci[t] += h->cmlp_b[t]; /* candidate_mlp carries the only bias */
+            float bil = cblas_sdot((int)d, kc + (r + i) * d, 1, qq + k * d, 1) * scale;
+            float z = bil + mlp_score(mci, mq + k * d, h->scalar, d);
+            p[k].logits[i] = p[k].is_set ? z + h->set_bias : z;
+        }
     free(ws);
     return VW_OK;
+}
+
+vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
+                              const float *query, bool is_set, float *logits, vw_err *err) {
+    vw_cand_problem one = {cands, m, query, is_set, logits};
+    return vw_cand_head_logits_batch(h, &one, 1, err);
 }
 
 /* ---- SpanHeadV2 ----------------------------------------------------------------- */
@@ -221,14 +237,18 @@ vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
     return VW_OK;
 }
 
-vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
-                              const float *labels, size_t n_labels, float *z, vw_err *err) {
-    if (n_labels == 0)
-        return VW_FAIL(err, VW_EINVAL, "length_mismatch", "span head: 0 labels for %zu words",
-                       n_words);
-    if (n_words == 0)
+vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem *p, size_t n,
+                                    vw_err *err) {
+    size_t H = h->hidden, d = h->d, W = 0, L = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k].n_labels == 0)
+            return VW_FAIL(err, VW_EINVAL, "length_mismatch", "span head: 0 labels for %zu words",
+                           p[k].n_words);
+        W += p[k].n_words;
+        L += p[k].n_labels;
+    }
+    if (W == 0)
         return VW_OK;
-    size_t H = h->hidden, d = h->d, W = n_words, L = n_labels;
     /* x [W,H] | a [L,H] | kx [W,d] | mx [W,d] | qa [L,d] | na [L,d] */
     float *ws = malloc(((W + L) * H + 2 * (W + L) * d) * sizeof *ws);
     double *acc = malloc(H * sizeof *acc);
@@ -239,31 +259,49 @@ vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t 
     }
     float *x = ws, *a = x + W * H, *kx = a + L * H, *mx = kx + W * d, *qa = mx + W * d,
           *na = qa + L * d;
-    layer_norm(words, W, H, h->wn_w, h->wn_b, x);
-    centre_rows(x, W, H, acc); /* over this block's (or window's) words */
-    layer_norm(labels, L, H, h->ln_w, h->ln_b, a);
-    for (size_t l = 0; l < L; l++) {
-        const float *slot = h->slot + (l < h->slots ? l : h->slots - 1) * H;
-        for (size_t i = 0; i < H; i++)
-            a[l * H + i] += slot[i];
+    for (size_t k = 0, w0 = 0, l0 = 0; k < n; w0 += p[k].n_words, l0 += p[k].n_labels, k++) {
+        size_t nw = p[k].n_words, nl = p[k].n_labels;
+        float *xk = x + w0 * H, *ak = a + l0 * H;
+        layer_norm(p[k].words, nw, H, h->wn_w, h->wn_b, xk);
+        if (nw)
+            centre_rows(xk, nw, H, acc); /* over this block's (or window's) words */
+        layer_norm(p[k].labels, nl, H, h->ln_w, h->ln_b, ak);
+        for (size_t l = 0; l < nl; l++) {
+            const float *slot = h->slot + (l < h->slots ? l : h->slots - 1) * H;
+            for (size_t i = 0; i < H; i++)
+                ak[l * H + i] += slot[i];
+        }
+        if (nl >= 2) /* a single label is not centred (it would vanish) */
+            centre_rows(ak, nl, H, acc);
     }
-    if (L >= 2) /* a single label is not centred (it would vanish) */
-        centre_rows(a, L, H, acc);
+    /* One GEMM per weight for every problem's rows: the weight is packed once. */
     project(x, W, H, h->k, d, kx);   /* (W,d) K x_w */
     project(x, W, H, h->m_w, d, mx); /* (W,d) M x_w */
     project(a, L, H, h->q, d, qa);   /* (L,d) Q a_l */
     project(a, L, H, h->n, d, na);   /* (L,d) N a_l */
     for (size_t w = 0; w < W; w++)
-        for (size_t k = 0; k < d; k++)
-            mx[w * d + k] += h->m_b[k];
-    /* z = kx . qa^T / sqrt(d), then + the MLP term per pair. */
+        for (size_t t = 0; t < d; t++)
+            mx[w * d + t] += h->m_b[t];
+    /* z = kx . qa^T / sqrt(d), then + the MLP term per pair, problem by problem. */
     float scale = (float)(1.0 / sqrt((double)d));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)W, (int)L, (int)d, scale, kx, (int)d,
-                qa, (int)d, 0.0f, z, (int)L);
-    for (size_t w = 0; w < W; w++)
-        for (size_t l = 0; l < L; l++)
-            z[w * L + l] += mlp_score(mx + w * d, na + l * d, h->v, d);
+    for (size_t k = 0, w0 = 0, l0 = 0; k < n; w0 += p[k].n_words, l0 += p[k].n_labels, k++) {
+        size_t nw = p[k].n_words, nl = p[k].n_labels;
+        if (!nw)
+            continue;
+        float *z = p[k].z;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nw, (int)nl, (int)d, scale,
+                    kx + w0 * d, (int)d, qa + l0 * d, (int)d, 0.0f, z, (int)nl);
+        for (size_t w = 0; w < nw; w++)
+            for (size_t l = 0; l < nl; l++)
+                z[w * nl + l] += mlp_score(mx + (w0 + w) * d, na + (l0 + l) * d, h->v, d);
+    }
     free(ws);
     free(acc);
     return VW_OK;
+}
+
+vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
+                              const float *labels, size_t n_labels, float *z, vw_err *err) {
+    vw_span_problem one = {words, n_words, labels, n_labels, z};
+    return vw_span_head_logits_batch(h, &one, 1, err);
 }

@@ -88,6 +88,24 @@ vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx,
 vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
                               const float *query, bool is_set, float *logits, vw_err *err);
 
+/* A group of candidate-head problems (the engine passes one request's):
+ * problem k has m >= 1 option rows and one query row; its logits (m) are
+ * written as vw_cand_head_logits would write them, up to OpenBLAS's rounding
+ * for the group's shape. Every problem's rows go through one GEMM per weight
+ * (OpenBLAS packs a [d, H] weight once for the group, not once per question:
+ * at hidden 1,024 the packing cost more than the arithmetic of a question's
+ * few rows). */
+typedef struct vw_cand_problem {
+    const float *cands; /* [m, H] */
+    size_t m;
+    const float *query; /* [H] */
+    bool is_set;
+    float *logits; /* [m] out */
+} vw_cand_problem;
+
+vw_status vw_cand_head_logits_batch(const vw_cand_head *h, const vw_cand_problem *p, size_t n,
+                                    vw_err *err);
+
 /* Label vectors: out[l] = mean of rows[starts[l] .. ends[l]] (inclusive) for rows
  * [n_rows, hidden] (docs/contract.md Decision 8). Accumulated in float64, stored FP32. */
 vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
@@ -98,6 +116,20 @@ vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
  * (vw_span_label_means). n_labels >= 1; n_words == 0 is a no-op. */
 vw_status vw_span_head_logits(const vw_span_head *h, const float *words, size_t n_words,
                               const float *labels, size_t n_labels, float *z, vw_err *err);
+
+/* A group of span-head problems (one per executed span block or window),
+ * batched the same way; each z as vw_span_head_logits writes it (the words
+ * are centred over their own problem). */
+typedef struct vw_span_problem {
+    const float *words; /* [n_words, H] */
+    size_t n_words;
+    const float *labels; /* [n_labels, H] label vectors */
+    size_t n_labels;     /* >= 1 */
+    float *z;            /* [n_words, n_labels] out */
+} vw_span_problem;
+
+vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem *p, size_t n,
+                                    vw_err *err);
 
 #ifdef __cplusplus
 }

@@ -40,6 +40,7 @@ static const field fields[] = {
     {"batching", "max_tokens", F_INT, OFF(batching.max_tokens), 1, 100000000, NULL},
     {"batching", "max_requests", F_INT, OFF(batching.max_requests), 1, 1000000, NULL},
     {"batching", "max_wait_ms", F_INT, OFF(batching.max_wait_ms), 0, 600000, NULL},
+    {"processing", "threads", F_INT, OFF(processing.threads), 0, 1024, NULL},
     {"limits", "max_request_bytes", F_INT, OFF(limits.max_request_bytes), 1, 1000000000, NULL},
     {"limits", "max_in_flight", F_INT, OFF(limits.max_in_flight), 1, 10000000, NULL},
     {"delivery", "mode", F_ENUM, OFF(delivery.mode), 0, 0, modes},
@@ -477,6 +478,7 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->batching.max_tokens = 16384;
     cfg->batching.max_requests = 64;
     cfg->batching.max_wait_ms = 5;
+    cfg->processing.threads = 0;
     cfg->limits.max_request_bytes = 1048576;
     cfg->limits.max_in_flight = 1024;
     cfg->delivery.mode = VW_DELIVERY_AT_LEAST_ONCE;

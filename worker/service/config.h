@@ -63,6 +63,10 @@ typedef struct vw_config {
         int64_t max_wait_ms;  /* a batch closes this long after its first record */
     } batching;
     struct {
+        int64_t threads; /* host threads finishing micro-batches (heads, answers, envelopes);
+                            0: one per online CPU */
+    } processing;
+    struct {
         int64_t max_request_bytes; /* larger records are rejected with 413 */
         int64_t max_in_flight;     /* admitted but unacknowledged records before pausing */
     } limits;

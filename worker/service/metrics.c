@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "admission/canonical_json.h"
 #include "admission/errlist.h"
@@ -92,6 +93,7 @@ struct vw_metrics {
     _Atomic uint64_t counters[VW_M_COUNTERS];
     _Atomic uint64_t results[N_STATUS];
     _Atomic uint64_t rejections[N_TYPES];
+    _Atomic uint64_t stage_ns[VW_S_COUNT];
     hist hists[VW_H_COUNT];
     _Atomic int64_t in_flight;
     atomic_bool paused, assigned, ready, fatal;
@@ -121,6 +123,21 @@ void vw_metrics_free(vw_metrics *m) {
 void vw_metrics_inc(vw_metrics *m, vw_counter c, uint64_t n) {
     if (m)
         atomic_fetch_add(&m->counters[c], n);
+}
+
+static const char *const stage_names[VW_S_COUNT] = {"intake",  "admission", "plan",    "batching",
+                                                    "execute", "heads",     "answers", "envelope",
+                                                    "produce", "commit"};
+
+void vw_metrics_stage(vw_metrics *m, vw_stage s, double seconds) {
+    if (m && seconds > 0)
+        atomic_fetch_add(&m->stage_ns[s], (uint64_t)(seconds * 1e9));
+}
+
+double vw_thread_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 void vw_metrics_result(vw_metrics *m, int vela_status) {
@@ -270,6 +287,11 @@ char *vw_metrics_render(vw_metrics *m, size_t *len) {
     for (int i = 0; i < N_TYPES; i++)
         vw_sbuf_printf(&sb, "vela_worker_rejections_total{type=\"%s\"} %llu\n", reject_types[i],
                        (unsigned long long)atomic_load(&m->rejections[i]));
+    vw_sbuf_puts(&sb, "# HELP vela_worker_stage_cpu_seconds_total Host CPU time by pipeline "
+                      "stage (thread CPU).\n# TYPE vela_worker_stage_cpu_seconds_total counter\n");
+    for (int i = 0; i < VW_S_COUNT; i++)
+        vw_sbuf_printf(&sb, "vela_worker_stage_cpu_seconds_total{stage=\"%s\"} %.6f\n",
+                       stage_names[i], (double)atomic_load(&m->stage_ns[i]) / 1e9);
     for (int h = 0; h < VW_H_COUNT; h++)
         render_hist(&sb, &hist_defs[h], &m->hists[h]);
     render_gauges(m, &sb);

@@ -50,10 +50,35 @@ typedef enum vw_histogram {
     VW_H_COUNT
 } vw_histogram;
 
+/* Where host CPU time goes (vela_worker_stage_cpu_seconds_total{stage}): the
+ * Kafka thread's intake (polling, copying records), admission (the record
+ * checks and the JSON parse), plan (the processor's admit), batching (the
+ * batcher and each batch's prepare step), produce (results, delivery reports)
+ * and commit; the executor thread's execute (its CPU, not the device's time);
+ * the processing threads' heads, answers and envelope. Thread CPU time, so a
+ * stage waiting on a lock or the device costs nothing here. */
+typedef enum vw_stage {
+    VW_S_INTAKE = 0,
+    VW_S_ADMISSION,
+    VW_S_PLAN,
+    VW_S_BATCHING,
+    VW_S_EXECUTE,
+    VW_S_HEADS,
+    VW_S_ANSWERS,
+    VW_S_ENVELOPE,
+    VW_S_PRODUCE,
+    VW_S_COMMIT,
+    VW_S_COUNT
+} vw_stage;
+
 vw_metrics *vw_metrics_new(void);
 void vw_metrics_free(vw_metrics *m);
 
 void vw_metrics_inc(vw_metrics *m, vw_counter c, uint64_t n);
+/* Adds thread CPU seconds to a stage. */
+void vw_metrics_stage(vw_metrics *m, vw_stage s, double seconds);
+/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID). */
+double vw_thread_cpu_s(void);
 /* Results produced (acknowledged) by vela status. */
 void vw_metrics_result(vw_metrics *m, int vela_status);
 /* A rejection of a given type (unknown types count as "other"). */
