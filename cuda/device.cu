@@ -1,10 +1,11 @@
-// device.cu — device discovery for `--device auto` (see vw_cuda.h).
+// device.cu — device discovery and sizing for `--device` (see vw_cuda.h).
 #include "vw_cuda.h"
 
 #include "cuda_common.cuh"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <string.h>
 
 extern "C" int vw_cuda_device_count(char *name, size_t name_len) {
     int n = 0;
@@ -20,6 +21,81 @@ extern "C" int vw_cuda_device_count(char *name, size_t name_len) {
             snprintf(name, name_len, "unknown");
     }
     return n;
+}
+
+extern "C" void vw_cuda_devices_describe(char *buf, size_t cap) {
+    if (!buf || !cap)
+        return;
+    buf[0] = 0;
+    int n = 0;
+    cudaError_t ce = cudaGetDeviceCount(&n);
+    if (ce != cudaSuccess || n <= 0) {
+        snprintf(buf, cap, "none (cudaGetDeviceCount: %s)",
+                 ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+        cudaGetLastError();
+        return;
+    }
+    size_t used = (size_t)snprintf(buf, cap, "%d:", n);
+    for (int i = 0; i < n && used < cap; i++) {
+        cudaDeviceProp p;
+        int w =
+            cudaGetDeviceProperties(&p, i) == cudaSuccess
+                ? snprintf(buf + used, cap - used, "%s cuda:%d %s sm_%d%d %.1f GiB", i ? "," : "",
+                           i, p.name, p.major, p.minor, (double)p.totalGlobalMem / (1u << 30))
+                : snprintf(buf + used, cap - used, "%s cuda:%d (properties: %s)", i ? "," : "", i,
+                           cudaGetErrorString(cudaGetLastError()));
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+extern "C" vw_status vw_cuda_device_query(int ordinal, int measure_free, vw_cuda_device_info *info,
+                                          vw_err *err) {
+    memset(info, 0, sizeof *info);
+    info->ordinal = ordinal;
+    int n = vw_cuda_device_count(NULL, 0);
+    if (ordinal < 0 || ordinal >= n) {
+        char seen[384];
+        vw_cuda_devices_describe(seen, sizeof seen);
+        return VW_FAIL(err, VW_EUNSUPPORTED, "no_cuda_device",
+                       "device cuda:%d is not there; devices seen: %s", ordinal, seen);
+    }
+    cudaDeviceProp p;
+    vw_status st = VW_CUDA_TRY(err, cudaGetDeviceProperties(&p, ordinal));
+    if (st != VW_OK)
+        return st;
+    snprintf(info->name, sizeof info->name, "%.127s", p.name);
+    info->sm = p.major * 10 + p.minor;
+    info->total_bytes = p.totalGlobalMem;
+    if (!measure_free)
+        return VW_OK;
+    int prev = 0;
+    if ((st = VW_CUDA_TRY(err, cudaGetDevice(&prev))) != VW_OK ||
+        (st = VW_CUDA_TRY(err, cudaSetDevice(ordinal))) != VW_OK)
+        return st;
+    size_t free_b = 0, total_b = 0;
+    st = VW_CUDA_TRY(err, cudaMemGetInfo(&free_b, &total_b));
+    cudaSetDevice(prev); // best effort: the caller's device as it was
+    if (st == VW_OK)
+        info->free_bytes = free_b, info->total_bytes = total_b;
+    return st;
+}
+
+extern "C" size_t vw_cuda_weight_bytes(const vw_qwen35_config *cfg, vw_cuda_precision precision) {
+    const size_t mat = vw_cuda_bf16_weights(precision) ? 2 : 4;
+    size_t bytes = 0;
+    vw_qwen35_tensor ts[VW_QWEN35_LAYER_TENSORS_MAX];
+    vw_qwen35_model_tensors(cfg, ts);
+    for (int layer = -1; layer < cfg->n_layers; layer++) {
+        size_t n = layer < 0 ? (size_t)VW_QWEN35_MODEL_TENSORS
+                             : vw_qwen35_layer_tensors(cfg, cfg->full_attention[layer], ts);
+        for (size_t i = 0; i < n; i++) {
+            size_t numel = 1;
+            for (int d = 0; d < ts[i].ndim; d++)
+                numel *= (size_t)ts[i].shape[d];
+            bytes += numel * (ts[i].matrix ? mat : 4);
+        }
+    }
+    return bytes;
 }
 
 // Shared by the kernel files (declared in cuda_common.cuh): kernels that want

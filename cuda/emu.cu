@@ -285,24 +285,44 @@ cudaError_t cudaMemset(void *d, int v, size_t n) {
     memset(d, v, n);
     return cudaSuccess;
 }
+// Fake devices for the device-selection paths (worker/service/device.c):
+// VW_CUDA_EMU_DEVICES=N devices (default 1; "0" exercises the no-GPU paths),
+// each VW_CUDA_EMU_MEM_MB of memory (default 81920), all of it free.
+static size_t emu_mem_bytes(void) {
+    const char *e = getenv("VW_CUDA_EMU_MEM_MB");
+    return (e ? (size_t)strtoull(e, nullptr, 10) : (size_t)81920) << 20;
+}
+static thread_local int emu_current_device;
 cudaError_t cudaGetDeviceCount(int *n) {
-    const char *e = getenv("VW_CUDA_EMU_DEVICES"); // "0" exercises the no-GPU paths
+    const char *e = getenv("VW_CUDA_EMU_DEVICES");
     *n = e ? atoi(e) : 1;
     return cudaSuccess;
 }
-cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int) {
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    if (d < 0 || d >= n)
+        return cudaErrorInvalidDevice;
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "vela CPU emulator");
     p->major = 9, p->minor = 0;
+    p->totalGlobalMem = emu_mem_bytes();
     return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) {
     int n = 0;
     cudaGetDeviceCount(&n);
-    return d >= 0 && d < n ? cudaSuccess : cudaErrorInvalidDevice;
+    if (d < 0 || d >= n)
+        return cudaErrorInvalidDevice;
+    emu_current_device = d;
+    return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int *d) {
-    *d = 0;
+    *d = emu_current_device;
+    return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b) {
+    *free_b = *total_b = emu_mem_bytes();
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int) {

@@ -4,6 +4,7 @@
 #include "vw_test.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,7 +178,7 @@ Test(config, bad_values_name_key_and_line) {
               "  max_wait_ms: 5ms\n",
               NULL, "t.yaml:4: batching.max_wait_ms: expected an integer");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nmodel:\n  device: tpu\n", NULL,
-              "t.yaml:4: model.device: 'tpu' is not one of auto|cpu|cuda|test-echo");
+              "t.yaml:4: model.device: 'tpu' is not one of auto|cpu|cuda|cuda:N|test-echo");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nlog: {format: xml}\n", NULL,
               "t.yaml:3: log.format: 'xml' is not one of json|text");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\ndelivery:\n"
@@ -187,6 +188,38 @@ Test(config, bad_values_name_key_and_line) {
               "t.yaml:3: topics.input: expected a scalar value");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in, reply_allow: [a, [b]]}\n", NULL,
               "t.yaml:2: topics.reply_allow: expected a list of topic names");
+}
+
+/* model.device names one GPU as cuda:N (one worker per GPU, docs/worker.md
+ * "GPU deployment"); whether that device exists is checked at start
+ * (worker/service/device.c), not here: a config is valid on any host. */
+Test(config, device_cuda_ordinals) {
+    const char *ok[] = {"auto", "cpu", "cuda", "cuda:0", "cuda:3", "cuda:17", "cuda:255"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char yaml[160];
+        snprintf(yaml, sizeof yaml, "%smodel: {device: \"%s\", precision: bf16x2}\n", minimal,
+                 ok[i]);
+        vw_config *cfg = parse_ok(yaml, NULL);
+        cr_assert_str_eq(cfg->model.device, ok[i]);
+        cr_assert_str_eq(cfg->model.precision, "bf16x2");
+        vw_config_free(cfg);
+    }
+    const char *bad[] = {"cuda:",   "cuda:-1", "cuda:01", "cuda:256", "cuda:1x",
+                         "cuda: 1", "CUDA:0",  "gpu:0",   "cuda:N",   "cuda0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[160], want[96];
+        snprintf(yaml, sizeof yaml, "%smodel:\n  device: \"%s\"\n", minimal, bad[i]);
+        snprintf(want, sizeof want, "t.yaml:4: model.device: '%s' is not one of", bad[i]);
+        parse_bad(yaml, NULL, want);
+    }
+    char *env_ok[] = {"VELA_MODEL_DEVICE=cuda:2", "VELA_MODEL_PRECISION=bf16", NULL};
+    vw_config *cfg = parse_ok(minimal, env_ok);
+    cr_assert_str_eq(cfg->model.device, "cuda:2");
+    cr_assert_str_eq(cfg->model.precision, "bf16");
+    vw_config_free(cfg);
+    char *env_bad[] = {"VELA_MODEL_DEVICE=cuda:two", NULL};
+    parse_bad(minimal, env_bad,
+              "VELA_MODEL_DEVICE (environment): 'cuda:two' is not one of auto|cpu|cuda|cuda:N");
 }
 
 Test(config, kafka_properties_checked_by_librdkafka) {

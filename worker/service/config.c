@@ -2,6 +2,7 @@
  * opens Kafka connections (librdkafka properties are only checked against a
  * scratch rd_kafka_conf_t so typos fail at start-up with their line). */
 #include "config.h"
+#include "device.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,7 +23,9 @@ typedef struct field {
     const char *const *choices; /* F_ENUM: stored as int index; F_STR: allowed values */
 } field;
 
-static const char *const devices[] = {"auto", "cpu", "cuda", "test-echo", NULL};
+/* model.device: the names vw_device_parse accepts (cuda:N for any ordinal),
+ * plus the test-only processor; this list is what an error message shows. */
+static const char *const devices[] = {"auto", "cpu", "cuda", "cuda:N", "test-echo", NULL};
 static const char *const precisions[] = {"auto", "fp32", "bf16", "bf16x2", NULL};
 static const char *const levels[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const formats[] = {"json", "text", NULL};
@@ -167,7 +170,10 @@ static vw_status set_field(parse_ctx *c, const field *f, const char *v, int line
     char why[256];
     switch (f->type) {
     case F_STR:
-        if (f->choices) {
+        if (f->choices == devices) {
+            if (strcmp(v, "test-echo") && vw_device_parse(v, NULL, NULL))
+                return bad(c, line, what, choice_why(why, sizeof why, v, f->choices));
+        } else if (f->choices) {
             size_t i = 0;
             while (f->choices[i] && strcmp(f->choices[i], v))
                 i++;
