@@ -1,7 +1,10 @@
-# vela-worker on Debian bookworm (docs/worker.md "docker-compose").
-# Build stage: the project's CMake build of the vela-worker target, CPU only
-# (a CUDA image needs an nvidia/cuda base and -DVW_CUDA=ON; not provided here).
+# vela-worker on Debian bookworm, CPU only (docs/worker.md "docker-compose"); the
+# CUDA image is Dockerfile.cuda (docs/worker.md "GPU deployment").
+# Build stage: scripts/build-release --cpu, the release build CI runs too
+# (scripts/test), so this image's build cannot rot unseen.
 # Runtime stage: bookworm-slim with the shared libraries only, as a non-root user.
+# Base images by tag (debian:bookworm = Debian 12, whose package names below are
+# checked by tests/test_deploy.c).
 # librdkafka: Debian 12's librdkafka1 2.0.2 (the version the test command runs first).
 # It speaks the classic group protocol with Kafka 2.x-3.x and 4.0.1+, but not KIP-848
 # (group.protocol consumer needs librdkafka 2.12+) nor brokers whose ApiVersions v3
@@ -16,9 +19,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVW_CUDA=OFF \
- && cmake --build /build --target vela-worker \
- && /build/vela-worker version
+RUN scripts/build-release --cpu --build /build
 
 FROM debian:bookworm-slim
 RUN apt-get update \
