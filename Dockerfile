@@ -2,15 +2,15 @@
 # CUDA image is Dockerfile.cuda (docs/worker.md "GPU deployment").
 # Build stage: scripts/build-release --cpu, the release build CI runs too
 # (scripts/test), so this image's build cannot rot unseen.
-# Runtime stage: bookworm-slim with the shared libraries only, as a non-root user.
-# Base images by tag (debian:bookworm = Debian 12, whose package names below are
-# checked by tests/test_deploy.c).
+# Runtime stage: 12.12-slim with the shared libraries only, as a non-root user.
+# Base images pinned to a point release (debian:12.12 = bookworm; its package names
+# are checked by tests/test_deploy.c).
 # librdkafka: Debian 12's librdkafka1 2.0.2 (the version the test command runs first).
 # It speaks the classic group protocol with Kafka 2.x-3.x and 4.0.1+, but not KIP-848
 # (group.protocol consumer needs librdkafka 2.12+) nor brokers whose ApiVersions v3
 # answer it cannot parse (Tansu 0.6); docs/worker.md "librdkafka versions and brokers"
 # says which work-arounds apply and how to run the worker on a newer library.
-FROM debian:bookworm AS build
+FROM debian:12.12 AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
@@ -21,7 +21,7 @@ WORKDIR /src
 COPY . .
 RUN scripts/build-release --cpu --build /build
 
-FROM debian:bookworm-slim
+FROM debian:12.12-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       librdkafka1 libjansson4 libyaml-0-2 libpcre2-8-0 libutf8proc2 \
