@@ -8,6 +8,7 @@ int vw_cmd_version(int argc, char **argv);
 int vw_cmd_broker(int argc, char **argv);
 int vw_cmd_run(int argc, char **argv);
 int vw_cmd_replay(int argc, char **argv);
+int vw_cmd_eval(int argc, char **argv);
 int vw_cmd_forward(int argc, char **argv);
 int vw_cmd_tokenize(int argc, char **argv);
 int vw_cmd_plan(int argc, char **argv);

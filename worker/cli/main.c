@@ -15,6 +15,7 @@ static const command commands[] = {
     {"broker", vw_cmd_broker, "a mock Kafka cluster on 127.0.0.1 (tests, demos)"},
     {"run", vw_cmd_run, "the Kafka worker: requests in, results out (--config FILE)"},
     {"replay", vw_cmd_replay, "a topic range through the processor, no commits (evaluation)"},
+    {"eval", vw_cmd_eval, "metrics of replay results vs labels, A/B vs a baseline replay"},
     {"forward", vw_cmd_forward, "backbone hidden states of token ids (stdin JSON)"},
     {"tokenize", vw_cmd_tokenize, "token ids (and offsets) of JSON Lines text (stdin)"},
     {"plan", vw_cmd_plan, "token plan (or rejection) of one request JSON (stdin)"},

@@ -1,0 +1,370 @@
+/* eval.c — the run: index the labels and the baseline, stream the results,
+ * join by request_id, feed the accumulators, count what does not join.
+ * Owns the reading of the three files and the problem list; the metrics are
+ * qmetrics.c's, the A/B rules compare.c's, the output the report_*.c
+ * writers'. */
+#include "eval.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "join.h"
+#include "record.h"
+
+typedef struct run {
+    const vw_eval_opts *o;
+    vw_eval_report *r;
+    vw_eval_join join;
+    vw_eval_rec a, b;
+    vw_eval_lab lab;
+} run;
+
+/* ---- problems ---------------------------------------------------------------- */
+
+static void problem(run *x, const char *file, uint64_t line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void problem(run *x, const char *file, uint64_t line, const char *fmt, ...) {
+    vw_eval_report *r = x->r;
+    vw_eval_problem p = {.file = file, .line = line};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p.msg, sizeof p.msg, fmt, ap);
+    va_end(ap);
+    if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
+        r->problems[r->n_problems++] = p;
+    if (x->o->log && r->problems_total < x->o->log_max)
+        fprintf(x->o->log, "%s:%llu: %s\n", file, (unsigned long long)line, p.msg);
+    r->problems_total++;
+}
+
+/* ---- per-file counts ----------------------------------------------------------- */
+
+static vw_status count_status(vw_eval_file *f, const vw_eval_rec *rec, vw_err *err) {
+    char key[64];
+    size_t i;
+    vw_eval_rec_status_key(rec, key, sizeof key);
+    vw_status st = vw_strmap_put(&f->status, key, strlen(key), &i, NULL, err);
+    if (st)
+        return st;
+    if (i >= f->status_cap) {
+        size_t cap = f->status_cap ? f->status_cap * 2 : 8;
+        uint64_t *n = realloc(f->status_n, cap * sizeof *n);
+        if (!n)
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: statuses");
+        memset(n + f->status_cap, 0, (cap - f->status_cap) * sizeof *n);
+        f->status_n = n;
+        f->status_cap = cap;
+    }
+    f->status_n[i]++;
+    return VW_OK;
+}
+
+static void file_free(vw_eval_file *f) {
+    vw_strmap_free(&f->status);
+    free(f->status_n);
+}
+
+/* ---- lines ------------------------------------------------------------------------ */
+
+typedef struct lines {
+    FILE *f;
+    char *buf;
+    size_t cap;
+    int64_t off;  /* byte offset of the current line */
+    int64_t next; /* of the next one */
+    uint64_t no;  /* 1-based number of the current line */
+} lines;
+
+/* The next non-empty line without its newline (and a \r before it): 1, 0 at
+ * the end, -1 on a read error. */
+static int next_line(lines *l, const char **s, size_t *len) {
+    for (;;) {
+        ssize_t n = getline(&l->buf, &l->cap, l->f);
+        if (n < 0)
+            return ferror(l->f) ? -1 : 0;
+        l->off = l->next;
+        l->next += n;
+        l->no++;
+        while (n > 0 && (l->buf[n - 1] == '\n' || l->buf[n - 1] == '\r'))
+            n--;
+        if (n == 0)
+            continue;
+        *s = l->buf;
+        *len = (size_t)n;
+        return 1;
+    }
+}
+
+/* Opens path and runs fn over its non-empty lines. */
+static vw_status each_line(run *x, const char *path,
+                           vw_status (*fn)(run *, const lines *, const char *, size_t, vw_err *),
+                           vw_err *err) {
+    lines l = {.f = fopen(path, "r")};
+    const char *s;
+    size_t len;
+    int got;
+    vw_status st = VW_OK;
+    if (!l.f)
+        return VW_FAIL(err, VW_EIO, "io_error", "%s: cannot open", path);
+    while (!st && (got = next_line(&l, &s, &len)) > 0) {
+        if (len > UINT32_MAX)
+            st = VW_FAIL(err, VW_ETOOLONG, "too_long", "%s:%llu: a line over 4 GiB", path,
+                         (unsigned long long)l.no);
+        else
+            st = fn(x, &l, s, len, err);
+    }
+    if (!st && got < 0)
+        st = VW_FAIL(err, VW_EIO, "io_error", "%s: read error", path);
+    free(l.buf);
+    fclose(l.f);
+    return st;
+}
+
+/* ---- indexing: labels, baseline ------------------------------------------------------ */
+
+static vw_status index_label(run *x, const lines *l, const char *s, size_t len, vw_err *err) {
+    vw_eval_file *f = &x->r->labels;
+    vw_eval_entry *e;
+    vw_err why = {0};
+    vw_status st;
+    f->lines++;
+    if (vw_eval_lab_parse(s, len, &x->lab, &why)) {
+        f->bad_lines++;
+        problem(x, f->path, l->no, "%s", why.msg);
+        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
+                                       : VW_OK;
+    }
+    st = vw_eval_join_entry(&x->join, x->lab.id, strlen(x->lab.id), &e, err);
+    if (!st && (e->flags & VW_JOIN_LABELS)) {
+        f->duplicates++;
+        problem(x, f->path, l->no, "request_id \"%.80s\" again (line %u is used)", x->lab.id,
+                e->line[VW_SIDE_LABELS]);
+    } else if (!st) {
+        f->records++;
+        e->flags |= VW_JOIN_LABELS;
+        e->off[VW_SIDE_LABELS] = l->off;
+        e->len[VW_SIDE_LABELS] = (uint32_t)len;
+        e->line[VW_SIDE_LABELS] = (uint32_t)l->no;
+    }
+    vw_eval_lab_clear(&x->lab);
+    return st;
+}
+
+static vw_status index_baseline(run *x, const lines *l, const char *s, size_t len, vw_err *err) {
+    vw_eval_file *f = &x->r->baseline;
+    vw_eval_entry *e;
+    vw_err why = {0};
+    vw_status st;
+    f->lines++;
+    if (vw_eval_rec_parse(s, len, &x->b, &why)) {
+        f->bad_lines++;
+        problem(x, f->path, l->no, "%s", why.msg);
+        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
+                                       : VW_OK;
+    }
+    st = vw_eval_join_entry(&x->join, x->b.id, strlen(x->b.id), &e, err);
+    if (!st && (e->flags & VW_JOIN_BASELINE)) {
+        f->duplicates++;
+        problem(x, f->path, l->no, "request_id \"%.80s\" again (line %u is used)", x->b.id,
+                e->line[VW_SIDE_BASELINE]);
+    } else if (!st) {
+        f->records++;
+        e->flags |= VW_JOIN_BASELINE;
+        e->off[VW_SIDE_BASELINE] = l->off;
+        e->len[VW_SIDE_BASELINE] = (uint32_t)len;
+        e->line[VW_SIDE_BASELINE] = (uint32_t)l->no;
+        st = count_status(f, &x->b, err);
+    }
+    vw_eval_rec_clear(&x->b);
+    return st;
+}
+
+/* ---- one result record ------------------------------------------------------------------ */
+
+/* Every question of a 200 record into the table: answered or errors. */
+static vw_status register_questions(run *x, const vw_eval_rec *a, vw_err *err) {
+    for (size_t i = 0; i < a->n_ans; i++) {
+        const vw_eval_answer *ans = &a->ans[i];
+        vw_eval_q *q;
+        vw_status st = vw_eval_qtable_get(&x->r->questions, ans->qid, ans->type, &q, err);
+        if (st)
+            return st;
+        if (ans->error)
+            q->errors++;
+        else if (ans->type != q->type)
+            q->type_conflicts++;
+        else
+            q->answered++;
+    }
+    return VW_OK;
+}
+
+static vw_status use_labels(run *x, const vw_eval_rec *a, const vw_eval_lab *lab, uint64_t line,
+                            vw_err *err) {
+    const char *qid;
+    json_t *expected;
+    json_object_foreach((json_t *)lab->labels, qid, expected) {
+        const vw_eval_answer *ans = vw_eval_rec_find(a, qid);
+        vw_eval_q *q = vw_eval_qtable_find(&x->r->questions, qid);
+        vw_err why = {0};
+        if (!ans) {
+            x->r->unknown_qids++;
+            problem(x, x->r->labels.path, line, "request \"%.80s\" has no question \"%.80s\"",
+                    a->id, qid);
+            continue;
+        }
+        if (ans->error || !q || ans->type != q->type)
+            continue; /* counted as an error or a type conflict */
+        vw_status st = vw_eval_q_observe(q, ans, expected, &why);
+        if (st == VW_EINVAL) {
+            x->r->bad_labels++;
+            problem(x, x->r->labels.path, line, "request \"%.80s\": %s", a->id, why.msg);
+        } else if (st)
+            return VW_FAIL(err, st, why.type, "%s", why.msg);
+    }
+    return VW_OK;
+}
+
+/* The record's labels, when it has a labels line and an envelope. */
+static vw_status join_labels(run *x, const vw_eval_rec *a, const vw_eval_entry *e, vw_err *err) {
+    const char *s;
+    size_t len;
+    vw_status st;
+    if (!(e->flags & VW_JOIN_LABELS)) {
+        x->r->unlabelled++;
+        return VW_OK;
+    }
+    x->r->labelled++;
+    if (a->status != 200)
+        return VW_OK;
+    if ((st = vw_eval_join_read(&x->join, VW_SIDE_LABELS, e, &s, &len, err)) ||
+        (st = vw_eval_lab_parse(s, len, &x->lab, err)))
+        return st; /* it parsed when indexed: a changed file */
+    st = use_labels(x, a, &x->lab, e->line[VW_SIDE_LABELS], err);
+    vw_eval_lab_clear(&x->lab);
+    return st;
+}
+
+static vw_status join_baseline(run *x, const vw_eval_rec *a, const vw_eval_entry *e, uint64_t seq,
+                               vw_err *err) {
+    const char *s;
+    size_t len;
+    bool changed;
+    vw_status st;
+    if (!(e->flags & VW_JOIN_BASELINE))
+        return VW_OK;
+    x->r->in_both++;
+    if ((st = vw_eval_join_read(&x->join, VW_SIDE_BASELINE, e, &s, &len, err)) ||
+        (st = vw_eval_rec_parse(s, len, &x->b, err)))
+        return st;
+    st = vw_eval_compare_records(&x->r->questions, a, &x->b, seq, &x->r->top, &changed, err);
+    x->r->status_changed += changed;
+    vw_eval_rec_clear(&x->b);
+    return st;
+}
+
+static vw_status use_result(run *x, const lines *l, const char *s, size_t len, vw_err *err) {
+    vw_eval_file *f = &x->r->results;
+    vw_eval_entry *e;
+    vw_err why = {0};
+    vw_status st;
+    f->lines++;
+    if (vw_eval_rec_parse(s, len, &x->a, &why)) {
+        f->bad_lines++;
+        problem(x, f->path, l->no, "%s", why.msg);
+        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
+                                       : VW_OK;
+    }
+    st = vw_eval_join_entry(&x->join, x->a.id, strlen(x->a.id), &e, err);
+    if (!st && (e->flags & VW_JOIN_RESULTS)) {
+        f->duplicates++;
+        problem(x, f->path, l->no, "request_id \"%.80s\" again (its first line is used)", x->a.id);
+    } else if (!st) {
+        f->records++;
+        e->flags |= VW_JOIN_RESULTS;
+        vw_eval_entry at = *e; /* e moves if the index grows; nothing adds below */
+        if (!(st = count_status(f, &x->a, err)) && !(st = register_questions(x, &x->a, err)) &&
+            !(st = join_labels(x, &x->a, &at, err)))
+            st = join_baseline(x, &x->a, &at, f->records, err);
+    }
+    vw_eval_rec_clear(&x->a);
+    return st;
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+static void count_unjoined(run *x) {
+    vw_eval_report *r = x->r;
+    for (size_t i = 0; i < x->join.ids.n; i++) {
+        uint32_t fl = x->join.e[i].flags;
+        if ((fl & VW_JOIN_LABELS) && !(fl & VW_JOIN_RESULTS))
+            r->labels_without_result++;
+        if ((fl & VW_JOIN_BASELINE) && !(fl & VW_JOIN_RESULTS))
+            r->only_in_baseline++;
+    }
+    if (r->has_baseline)
+        r->only_in_results = r->results.records - r->in_both;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+vw_status vw_eval_run(const vw_eval_opts *o, vw_eval_report **out, vw_err *err) {
+    run x = {.o = o};
+    vw_status st = VW_OK;
+    double t0 = now_s();
+    *out = NULL;
+    if (!(x.r = calloc(1, sizeof *x.r)))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: report");
+    vw_eval_join_init(&x.join);
+    x.r->results.path = o->results;
+    x.r->baseline.path = o->baseline;
+    x.r->labels.path = o->labels;
+    x.r->has_baseline = o->baseline != NULL;
+    x.r->has_labels = o->labels != NULL;
+    x.r->top.cap = o->baseline ? o->top : 0;
+    if (o->labels && !(st = vw_eval_join_open(&x.join, VW_SIDE_LABELS, o->labels, err)))
+        st = each_line(&x, o->labels, index_label, err);
+    if (!st && o->baseline &&
+        !(st = vw_eval_join_open(&x.join, VW_SIDE_BASELINE, o->baseline, err)))
+        st = each_line(&x, o->baseline, index_baseline, err);
+    if (!st)
+        st = each_line(&x, o->results, use_result, err);
+    if (!st) {
+        count_unjoined(&x);
+        for (size_t i = 0; i < x.r->questions.ids.n; i++)
+            vw_eval_q_finish(x.r->questions.q[i]);
+        vw_eval_top_sort(&x.r->top);
+        if (o->log && x.r->problems_total > o->log_max)
+            fprintf(o->log, "eval: %llu more problems not shown\n",
+                    (unsigned long long)(x.r->problems_total - o->log_max));
+    }
+    vw_eval_rec_free(&x.a);
+    vw_eval_rec_free(&x.b);
+    vw_eval_lab_clear(&x.lab);
+    vw_eval_join_free(&x.join);
+    x.r->seconds = now_s() - t0;
+    if (st)
+        vw_eval_report_free(x.r);
+    else
+        *out = x.r;
+    return st;
+}
+
+void vw_eval_report_free(vw_eval_report *r) {
+    if (!r)
+        return;
+    file_free(&r->results);
+    file_free(&r->baseline);
+    file_free(&r->labels);
+    vw_eval_qtable_free(&r->questions);
+    vw_eval_top_free(&r->top);
+    free(r);
+}

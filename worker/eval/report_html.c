@@ -1,0 +1,371 @@
+/* report_html.c — the report as an HTML page. Owns the page's layout, its
+ * CSS and the SVG drawing of reliability diagrams; computes nothing but the
+ * per-label ratios and bin means it shows. */
+#include "report_html.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char style[] =
+    "body{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif;margin:24px;color:#1d2430;"
+    "max-width:1150px}"
+    "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px "
+    "solid #ccd;padding-bottom:3px}h3{font-size:14px;margin:0 0 6px}"
+    "table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}"
+    "th,td{padding:3px 9px;border-bottom:1px solid #e3e6ee;text-align:right}"
+    "th{background:#f0f2f7;font-weight:600}td.l,th.l{text-align:left}"
+    ".muted{color:#667}.cards{display:flex;flex-wrap:wrap;gap:16px}"
+    ".card{border:1px solid #d5d9e3;border-radius:6px;padding:10px 12px;background:#fbfcfe}"
+    "table.cm td{min-width:34px;text-align:center}table.cm th{font-size:12px}"
+    ".bad{color:#a11}code{font-family:'DejaVu Sans Mono',monospace;font-size:12px}";
+
+/* Text with & < > " escaped. */
+static void esc(vw_sbuf *sb, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            vw_sbuf_puts(sb, "&amp;");
+            break;
+        case '<':
+            vw_sbuf_puts(sb, "&lt;");
+            break;
+        case '>':
+            vw_sbuf_puts(sb, "&gt;");
+            break;
+        case '"':
+            vw_sbuf_puts(sb, "&quot;");
+            break;
+        default:
+            vw_sbuf_put(sb, s, 1);
+        }
+    }
+}
+
+static void num(vw_sbuf *sb, double v) {
+    if (isnan(v))
+        vw_sbuf_puts(sb, "<td class=muted>&ndash;</td>");
+    else
+        vw_sbuf_printf(sb, "<td>%.4f</td>", v);
+}
+
+static void cnt(vw_sbuf *sb, uint64_t v) {
+    vw_sbuf_printf(sb, "<td>%llu</td>", (unsigned long long)v);
+}
+
+static void file_row(vw_sbuf *sb, const char *what, const vw_eval_file *f, bool status) {
+    vw_sbuf_printf(sb, "<tr><td class=l>%s</td><td class=l><code>", what);
+    esc(sb, f->path);
+    vw_sbuf_puts(sb, "</code></td>");
+    cnt(sb, f->records);
+    cnt(sb, f->duplicates);
+    cnt(sb, f->bad_lines);
+    vw_sbuf_puts(sb, "<td class=l>");
+    for (size_t i = 0; status && i < f->status.n; i++) {
+        vw_sbuf_puts(sb, i ? ", " : "");
+        esc(sb, vw_strmap_key(&f->status, i));
+        vw_sbuf_printf(sb, ": %llu", (unsigned long long)vw_eval_status_count(f, i));
+    }
+    vw_sbuf_puts(sb, "</td></tr>");
+}
+
+static void records(vw_sbuf *sb, const vw_eval_report *r) {
+    vw_sbuf_puts(sb, "<h2>Records</h2><table><tr><th class=l>input</th><th class=l>file</th>"
+                     "<th>records</th><th>duplicates</th><th>bad lines</th>"
+                     "<th class=l>by status</th></tr>");
+    file_row(sb, "results", &r->results, true);
+    if (r->has_baseline)
+        file_row(sb, "baseline", &r->baseline, true);
+    if (r->has_labels)
+        file_row(sb, "labels", &r->labels, false);
+    vw_sbuf_puts(sb, "</table><p>");
+    if (r->has_labels)
+        vw_sbuf_printf(sb,
+                       "Labelled results: %llu; unlabelled: %llu; labels without a result: "
+                       "%llu; bad labels: %llu; unknown question ids: %llu.<br>",
+                       (unsigned long long)r->labelled, (unsigned long long)r->unlabelled,
+                       (unsigned long long)r->labels_without_result,
+                       (unsigned long long)r->bad_labels, (unsigned long long)r->unknown_qids);
+    if (r->has_baseline)
+        vw_sbuf_printf(sb,
+                       "In both: %llu; only in results: %llu; only in baseline: %llu; status "
+                       "changed: %llu.<br>",
+                       (unsigned long long)r->in_both, (unsigned long long)r->only_in_results,
+                       (unsigned long long)r->only_in_baseline,
+                       (unsigned long long)r->status_changed);
+    vw_sbuf_printf(sb, "Problems: %llu.</p>", (unsigned long long)r->problems_total);
+}
+
+static const char *const heads[VW_QT_COUNT][7] = {
+    {NULL},
+    {"accuracy", "macro F1", "ECE", NULL},
+    {"AUROC", "accuracy", "Brier", "ECE", NULL},
+    {"MAE", "RMSE", NULL},
+    {"micro F1", "macro F1", NULL},
+    {"precision", "recall", "F1", "overlap P", "overlap R", "overlap F1", NULL},
+};
+
+static void cells(vw_sbuf *sb, const vw_eval_q *q) {
+    const vw_eval_metrics *m = &q->m;
+    const double choice[] = {m->accuracy, m->macro_f1, m->ece};
+    const double noul[] = {m->auroc, m->accuracy, m->brier, m->ece};
+    const double score[] = {m->mae, m->rmse};
+    const double set[] = {m->micro_f1, m->macro_f1};
+    const double span[] = {m->precision,         m->recall,         m->f1,
+                           m->overlap_precision, m->overlap_recall, m->overlap_f1};
+    const double *v[VW_QT_COUNT] = {NULL, choice, noul, score, set, span};
+    for (int c = 0; v[q->type] && heads[q->type][c]; c++)
+        num(sb, v[q->type][c]);
+}
+
+/* A question's per-label table (set labels; span labels, exact). */
+static void label_table(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_labelled *l) {
+    vw_sbuf_puts(sb, "<div class=card><h3>");
+    esc(sb, q->qid);
+    vw_sbuf_printf(sb,
+                   " <span class=muted>per label%s</span></h3><table><tr><th class=l>label"
+                   "</th><th>support</th><th>precision</th><th>recall</th><th>F1</th></tr>",
+                   q->type == VW_QT_SPAN ? ", exact spans" : "");
+    for (size_t i = 0; i < l->names.n; i++) {
+        vw_eval_prf c = l->c[i];
+        vw_sbuf_puts(sb, "<tr><td class=l>");
+        esc(sb, vw_strmap_key(&l->names, i));
+        vw_sbuf_puts(sb, "</td>");
+        cnt(sb, c.tp + c.fn);
+        num(sb, vw_eval_precision(c));
+        num(sb, vw_eval_recall(c));
+        num(sb, vw_eval_f1(c));
+        vw_sbuf_puts(sb, "</tr>");
+    }
+    vw_sbuf_puts(sb, "</table></div>");
+}
+
+static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t) {
+    bool any = false;
+    for (size_t i = 0; i < r->questions.ids.n && !any; i++)
+        any = r->questions.q[i]->type == t;
+    if (!any)
+        return;
+    vw_sbuf_printf(sb,
+                   "<h2>%s questions</h2><table><tr><th class=l>question</th><th>n</th>"
+                   "<th>errors</th>",
+                   t == VW_QT_UNKNOWN ? "Errors-only" : vw_qtype_name(t));
+    for (int c = 0; heads[t][c]; c++)
+        vw_sbuf_printf(sb, "<th>%s</th>", heads[t][c]);
+    vw_sbuf_puts(sb, "</tr>");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if (q->type != t)
+            continue;
+        vw_sbuf_puts(sb, "<tr><td class=l><b>");
+        esc(sb, q->qid);
+        vw_sbuf_puts(sb, "</b></td>");
+        cnt(sb, q->n);
+        cnt(sb, q->errors);
+        cells(sb, q);
+        vw_sbuf_puts(sb, "</tr>");
+    }
+    vw_sbuf_puts(sb, "</table>");
+    if (t != VW_QT_SET && t != VW_QT_SPAN)
+        return;
+    vw_sbuf_puts(sb, "<div class=cards>");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if (q->type == t && q->n)
+            label_table(sb, q, t == VW_QT_SET ? &q->set : &q->span.per);
+    }
+    vw_sbuf_puts(sb, "</div>");
+}
+
+/* ---- pictures ------------------------------------------------------------------- */
+
+/* A reliability diagram: per bin, a bar of its accuracy over the bin's
+ * confidence range, a dot at (mean confidence, accuracy), the diagonal of
+ * perfect calibration, and the bin counts as a strip below. */
+static void reliability(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_ece *e) {
+    const int X = 40, Y = 12, W = 260, H = 220, S = 36; /* plot origin, size, strip */
+    uint64_t most = 1;
+    for (int b = 0; b < VW_EVAL_BINS; b++)
+        most = e->n[b] > most ? e->n[b] : most;
+    vw_sbuf_puts(sb, "<div class=card><h3>reliability: ");
+    esc(sb, q->qid);
+    vw_sbuf_printf(sb, " <span class=muted>(ECE %.4f, n %llu)</span></h3>", q->m.ece,
+                   (unsigned long long)q->n);
+    vw_sbuf_printf(sb,
+                   "<svg width=%d height=%d viewBox='0 0 %d %d' font-size=10 "
+                   "font-family='DejaVu Sans,Arial,sans-serif'>",
+                   X + W + 12, Y + H + S + 34, X + W + 12, Y + H + S + 34);
+    vw_sbuf_printf(sb, "<rect x=%d y=%d width=%d height=%d fill='#fff' stroke='#99a'/>", X, Y, W,
+                   H);
+    for (int g = 1; g < 5; g++)
+        vw_sbuf_printf(sb, "<line x1=%d y1=%d x2=%d y2=%d stroke='#eef'/>", X, Y + H - g * H / 5,
+                       X + W, Y + H - g * H / 5);
+    for (int b = 0; b < VW_EVAL_BINS; b++) {
+        if (!e->n[b])
+            continue;
+        double acc = (double)e->correct[b] / (double)e->n[b], conf = e->conf[b] / (double)e->n[b];
+        double x0 = X + (double)W * b / VW_EVAL_BINS, bw = (double)W / VW_EVAL_BINS;
+        vw_sbuf_printf(sb,
+                       "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill='#5b8def' "
+                       "fill-opacity=0.75 stroke='#2c5cc5'/>",
+                       x0 + 1, Y + H - acc * H, bw - 2, acc * H);
+        vw_sbuf_printf(sb, "<circle cx=%.1f cy=%.1f r=2.6 fill='#d9480f'/>", X + conf * W,
+                       Y + H - acc * H);
+        double h = (double)e->n[b] / (double)most * (S - 6);
+        vw_sbuf_printf(sb, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill='#8892a6'/>", x0 + 1,
+                       Y + H + 22 + (S - 6) - h, bw - 2, h);
+    }
+    vw_sbuf_printf(sb, "<line x1=%d y1=%d x2=%d y2=%d stroke='#444' stroke-dasharray='4 3'/>", X,
+                   Y + H, X + W, Y);
+    for (int t = 0; t <= 5; t++) {
+        vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=middle>%.1f</text>", X + t * W / 5,
+                       Y + H + 13, t / 5.0);
+        vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=end>%.1f</text>", X - 4,
+                       Y + H - t * H / 5 + 3, t / 5.0);
+    }
+    vw_sbuf_printf(sb,
+                   "<text x=%d y=%d text-anchor=middle>confidence (bars: accuracy; dots: "
+                   "mean confidence; grey: count, max %llu)</text>",
+                   X + W / 2, Y + H + S + 30, (unsigned long long)most);
+    vw_sbuf_printf(sb,
+                   "<text x=10 y=%d transform='rotate(-90 10 %d)' text-anchor=middle>accuracy"
+                   "</text></svg></div>",
+                   Y + H / 2, Y + H / 2);
+}
+
+/* Rows: the expected label; columns: the pick; shade by the row's share. */
+static void confusion(vw_sbuf *sb, const vw_eval_q *q) {
+    const vw_strmap *l = &q->choice.labels;
+    vw_sbuf_puts(sb, "<div class=card><h3>confusion: ");
+    esc(sb, q->qid);
+    vw_sbuf_puts(sb, " <span class=muted>(rows: label, columns: pick)</span></h3><table class=cm>"
+                     "<tr><th></th>");
+    for (size_t j = 0; j < l->n; j++) {
+        vw_sbuf_puts(sb, "<th>");
+        esc(sb, vw_strmap_key(l, j));
+        vw_sbuf_puts(sb, "</th>");
+    }
+    vw_sbuf_puts(sb, "</tr>");
+    for (size_t i = 0; i < l->n; i++) {
+        uint64_t row = 0;
+        for (size_t j = 0; j < l->n; j++)
+            row += vw_eval_confusion(q, i, j);
+        vw_sbuf_puts(sb, "<tr><th class=l>");
+        esc(sb, vw_strmap_key(l, i));
+        vw_sbuf_puts(sb, "</th>");
+        for (size_t j = 0; j < l->n; j++) {
+            uint64_t c = vw_eval_confusion(q, i, j);
+            double share = row ? (double)c / (double)row : 0.0;
+            vw_sbuf_printf(sb, "<td style='background:rgba(%s,%.2f)'>%llu</td>",
+                           i == j ? "46,139,87" : "214,69,65", 0.08 + 0.7 * share,
+                           (unsigned long long)c);
+        }
+        vw_sbuf_puts(sb, "</tr>");
+    }
+    vw_sbuf_puts(sb, "</table></div>");
+}
+
+static void pictures(vw_sbuf *sb, const vw_eval_report *r) {
+    bool any = false;
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if ((q->type != VW_QT_CHOICE && q->type != VW_QT_NOUL) || !q->n)
+            continue;
+        if (!any)
+            vw_sbuf_puts(sb, "<h2>Calibration and confusion</h2><div class=cards>");
+        any = true;
+        reliability(sb, q, q->type == VW_QT_CHOICE ? &q->choice.ece : &q->noul.ece);
+        if (q->type == VW_QT_CHOICE)
+            confusion(sb, q);
+    }
+    if (any)
+        vw_sbuf_puts(sb, "</div>");
+}
+
+/* ---- A/B, problems ------------------------------------------------------------- */
+
+static void compare(vw_sbuf *sb, const vw_eval_report *r) {
+    vw_sbuf_puts(sb, "<h2>A/B: results vs baseline <code>");
+    esc(sb, r->baseline.path);
+    vw_sbuf_puts(sb, "</code></h2><table><tr><th class=l>question</th><th class=l>type</th>"
+                     "<th>n</th><th>agreement</th><th>mean |&Delta;|</th></tr>");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        const char *type = vw_qtype_name(q->type);
+        vw_sbuf_puts(sb, "<tr><td class=l>");
+        esc(sb, q->qid);
+        vw_sbuf_printf(sb, "</td><td class=l>%s</td>", type ? type : "&ndash;");
+        cnt(sb, q->cmp_n);
+        num(sb, vw_eval_ratio((double)q->cmp_agree, (double)q->cmp_n));
+        num(sb, vw_eval_ratio(q->cmp_delta_sum, (double)q->cmp_n_delta));
+        vw_sbuf_puts(sb, "</tr>");
+    }
+    vw_sbuf_printf(sb, "</table><p>vela_status changed in <b>%llu</b> of %llu records in both.</p>",
+                   (unsigned long long)r->status_changed, (unsigned long long)r->in_both);
+    if (!r->top.n)
+        return;
+    vw_sbuf_printf(sb,
+                   "<h3>The %zu records that changed most</h3><table><tr><th class=l>"
+                   "request_id</th><th class=l>status (baseline &rarr; results)</th>"
+                   "<th>max |&Delta;|</th><th class=l>questions that disagree</th></tr>",
+                   r->top.n);
+    for (size_t i = 0; i < r->top.n; i++) {
+        const vw_eval_change *c = &r->top.v[i];
+        vw_sbuf_puts(sb, "<tr><td class=l><code>");
+        esc(sb, c->id);
+        vw_sbuf_printf(sb, "</code></td><td class=l%s>",
+                       c->status_changed ? " style='color:#a11'" : "");
+        esc(sb, c->status_b);
+        vw_sbuf_puts(sb, " &rarr; ");
+        esc(sb, c->status_a);
+        vw_sbuf_puts(sb, "</td>");
+        num(sb, c->max_delta);
+        vw_sbuf_puts(sb, "<td class=l>");
+        esc(sb, c->changed[0] ? c->changed : "-");
+        vw_sbuf_puts(sb, "</td></tr>");
+    }
+    vw_sbuf_puts(sb, "</table>");
+}
+
+static void problems(vw_sbuf *sb, const vw_eval_report *r) {
+    if (!r->problems_total)
+        return;
+    vw_sbuf_printf(sb, "<h2>Problems (%llu)</h2><table>", (unsigned long long)r->problems_total);
+    for (size_t i = 0; i < r->n_problems; i++) {
+        vw_sbuf_puts(sb, "<tr><td class=l><code>");
+        esc(sb, r->problems[i].file);
+        vw_sbuf_printf(sb, ":%llu</code></td><td class='l bad'>",
+                       (unsigned long long)r->problems[i].line);
+        esc(sb, r->problems[i].msg);
+        vw_sbuf_puts(sb, "</td></tr>");
+    }
+    vw_sbuf_puts(sb, "</table>");
+    if (r->problems_total > r->n_problems)
+        vw_sbuf_printf(sb, "<p class=muted>The first %zu are shown.</p>", r->n_problems);
+}
+
+vw_status vw_eval_write_html(const vw_eval_report *r, vw_sbuf *sb) {
+    vw_sbuf_printf(sb,
+                   "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+                   "<title>vela-worker eval</title><style>%s</style></head><body>",
+                   style);
+    vw_sbuf_puts(sb, "<h1>vela-worker eval</h1><p class=muted>results <code>");
+    esc(sb, r->results.path);
+    vw_sbuf_puts(sb, "</code>");
+    if (r->has_labels) {
+        vw_sbuf_puts(sb, ", labels <code>");
+        esc(sb, r->labels.path);
+        vw_sbuf_puts(sb, "</code>");
+    }
+    vw_sbuf_printf(sb, "; %.2f s.</p>", r->seconds);
+    records(sb, r);
+    for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
+        type_table(sb, r, (vw_qtype)t);
+    type_table(sb, r, VW_QT_UNKNOWN);
+    pictures(sb, r);
+    if (r->has_baseline)
+        compare(sb, r);
+    problems(sb, r);
+    vw_sbuf_puts(sb, "<p class=muted>Metrics: docs/eval.md. An empty cell (&ndash;) is undefined "
+                     "(no labelled answer, one class only).</p></body></html>\n");
+    return vw_sbuf_status(sb);
+}

@@ -1,0 +1,202 @@
+/* report_text.c — the report as terminal tables. Owns the column layout
+ * (100 columns: a question id column of at most 28, numbers of 9); computes
+ * nothing but the per-label ratios it prints. */
+#include "report_text.h"
+
+#include <math.h>
+#include <string.h>
+
+#define QID_MAX 28
+
+/* A number column: 9 wide, 4 decimals, "-" when undefined. */
+static void num(vw_sbuf *sb, double v) {
+    if (isnan(v))
+        vw_sbuf_printf(sb, " %9s", "-");
+    else
+        vw_sbuf_printf(sb, " %9.4f", v);
+}
+
+static void count(vw_sbuf *sb, uint64_t v) {
+    vw_sbuf_printf(sb, " %9llu", (unsigned long long)v);
+}
+
+/* A name cut to width w (bytes; ids are mostly ASCII) and padded. */
+static void name(vw_sbuf *sb, const char *s, int w) {
+    int n = (int)strlen(s);
+    if (n > w)
+        vw_sbuf_printf(sb, "%.*s~", w - 1, s);
+    else
+        vw_sbuf_printf(sb, "%-*s", w, s);
+}
+
+static int qid_width(const vw_eval_report *r) {
+    int w = 8;
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        int n = (int)strlen(r->questions.q[i]->qid) + 2;
+        w = n > w ? n : w;
+    }
+    return w > QID_MAX ? QID_MAX : w;
+}
+
+static void file_line(vw_sbuf *sb, const char *what, const vw_eval_file *f, bool status) {
+    vw_sbuf_printf(sb, "%-9s %s: %llu records", what, f->path, (unsigned long long)f->records);
+    if (f->duplicates || f->bad_lines)
+        vw_sbuf_printf(sb, " (+%llu duplicate, %llu bad lines)", (unsigned long long)f->duplicates,
+                       (unsigned long long)f->bad_lines);
+    for (size_t i = 0; status && i < f->status.n; i++)
+        vw_sbuf_printf(sb, "%s%s: %llu", i ? ", " : "; ", vw_strmap_key(&f->status, i),
+                       (unsigned long long)vw_eval_status_count(f, i));
+    vw_sbuf_puts(sb, "\n");
+}
+
+static void records(vw_sbuf *sb, const vw_eval_report *r) {
+    file_line(sb, "results", &r->results, true);
+    if (r->has_baseline)
+        file_line(sb, "baseline", &r->baseline, true);
+    if (r->has_labels) {
+        file_line(sb, "labels", &r->labels, false);
+        vw_sbuf_printf(sb,
+                       "joined    %llu results labelled, %llu unlabelled, %llu labels without a "
+                       "result; %llu bad labels, %llu unknown question ids\n",
+                       (unsigned long long)r->labelled, (unsigned long long)r->unlabelled,
+                       (unsigned long long)r->labels_without_result,
+                       (unsigned long long)r->bad_labels, (unsigned long long)r->unknown_qids);
+    }
+    if (r->has_baseline)
+        vw_sbuf_printf(sb,
+                       "A/B       %llu in both, %llu only in results, %llu only in baseline; "
+                       "status changed in %llu\n",
+                       (unsigned long long)r->in_both, (unsigned long long)r->only_in_results,
+                       (unsigned long long)r->only_in_baseline,
+                       (unsigned long long)r->status_changed);
+    if (r->problems_total)
+        vw_sbuf_printf(sb, "problems  %llu (file:line on stderr)\n",
+                       (unsigned long long)r->problems_total);
+}
+
+static const char *const headers[VW_QT_COUNT][8] = {
+    {NULL},
+    {"accuracy", "macro_f1", "ece", NULL},
+    {"auroc", "accuracy", "brier", "ece", NULL},
+    {"mae", "rmse", NULL},
+    {"micro_f1", "macro_f1", NULL},
+    {"precision", "recall", "f1", "ovl_prec", "ovl_rec", "ovl_f1", NULL},
+};
+
+static void metric_cells(vw_sbuf *sb, const vw_eval_q *q) {
+    const vw_eval_metrics *m = &q->m;
+    switch (q->type) {
+    case VW_QT_CHOICE:
+        num(sb, m->accuracy), num(sb, m->macro_f1), num(sb, m->ece);
+        break;
+    case VW_QT_NOUL:
+        num(sb, m->auroc), num(sb, m->accuracy), num(sb, m->brier), num(sb, m->ece);
+        break;
+    case VW_QT_SCORE:
+        num(sb, m->mae), num(sb, m->rmse);
+        break;
+    case VW_QT_SET:
+        num(sb, m->micro_f1), num(sb, m->macro_f1);
+        break;
+    case VW_QT_SPAN:
+        num(sb, m->precision), num(sb, m->recall), num(sb, m->f1);
+        num(sb, m->overlap_precision), num(sb, m->overlap_recall), num(sb, m->overlap_f1);
+        break;
+    case VW_QT_UNKNOWN:
+        break;
+    }
+}
+
+/* Per-label rows under a set or span question: precision, recall, f1, support. */
+static void label_rows(vw_sbuf *sb, const vw_eval_labelled *l, int w) {
+    for (size_t i = 0; i < l->names.n; i++) {
+        vw_sbuf_puts(sb, "  ");
+        name(sb, vw_strmap_key(&l->names, i), w + 20 - 2);
+        num(sb, vw_eval_precision(l->c[i]));
+        num(sb, vw_eval_recall(l->c[i]));
+        num(sb, vw_eval_f1(l->c[i]));
+        count(sb, l->c[i].tp + l->c[i].fn);
+        vw_sbuf_puts(sb, "\n");
+    }
+}
+
+static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) {
+    bool any = false;
+    for (size_t i = 0; i < r->questions.ids.n && !any; i++)
+        any = r->questions.q[i]->type == t;
+    if (!any)
+        return;
+    const char *title = t == VW_QT_UNKNOWN ? "(errors only)" : vw_qtype_name(t);
+    vw_sbuf_puts(sb, "\n");
+    name(sb, title, w);
+    vw_sbuf_printf(sb, " %9s %9s", "n", "errors");
+    for (int c = 0; headers[t][c]; c++)
+        vw_sbuf_printf(sb, " %9s", headers[t][c]);
+    vw_sbuf_puts(sb, "\n");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if (q->type != t)
+            continue;
+        name(sb, q->qid, w);
+        count(sb, q->n);
+        count(sb, q->errors);
+        metric_cells(sb, q);
+        vw_sbuf_puts(sb, "\n");
+        if (t == VW_QT_SET && q->n)
+            label_rows(sb, &q->set, w);
+        if (t == VW_QT_SPAN && q->n)
+            label_rows(sb, &q->span.per, w);
+    }
+    if (t == VW_QT_SET || t == VW_QT_SPAN) {
+        name(sb, "", w + 20);
+        vw_sbuf_printf(sb, " %9s %9s %9s %9s  (per label%s)\n", "precision", "recall", "f1",
+                       "support", t == VW_QT_SPAN ? ", exact" : "");
+    }
+}
+
+static void compare_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
+    vw_sbuf_printf(sb, "\nA/B vs %s\n", r->baseline.path);
+    name(sb, "question", w);
+    vw_sbuf_printf(sb, " %9s %9s %9s %14s\n", "type", "n", "agreement", "mean_abs_delta");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        const char *type = vw_qtype_name(q->type);
+        name(sb, q->qid, w);
+        vw_sbuf_printf(sb, " %9s", type ? type : "-");
+        count(sb, q->cmp_n);
+        num(sb, vw_eval_ratio((double)q->cmp_agree, (double)q->cmp_n));
+        vw_sbuf_puts(sb, "     ");
+        num(sb, vw_eval_ratio(q->cmp_delta_sum, (double)q->cmp_n_delta));
+        vw_sbuf_puts(sb, "\n");
+    }
+    vw_sbuf_printf(sb, "status changed in %llu of %llu records in both\n",
+                   (unsigned long long)r->status_changed, (unsigned long long)r->in_both);
+    if (!r->top.n)
+        return;
+    vw_sbuf_printf(sb, "\nthe %zu records that changed most\n", r->top.n);
+    vw_sbuf_printf(sb, "%-28s %-22s %9s  %s\n", "request_id", "status (B -> A)", "max_delta",
+                   "questions that disagree");
+    for (size_t i = 0; i < r->top.n; i++) {
+        const vw_eval_change *c = &r->top.v[i];
+        char st[160];
+        snprintf(st, sizeof st, "%s%s%s", c->status_changed ? c->status_b : "",
+                 c->status_changed ? " -> " : "", c->status_a);
+        name(sb, c->id, 28);
+        vw_sbuf_printf(sb, " %-22.22s", st);
+        num(sb, c->max_delta);
+        vw_sbuf_printf(sb, "  %.55s\n", c->changed[0] ? c->changed : "-");
+    }
+}
+
+vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
+    int w = qid_width(r);
+    records(sb, r);
+    for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
+        type_table(sb, r, (vw_qtype)t, w);
+    type_table(sb, r, VW_QT_UNKNOWN, w);
+    if (r->has_baseline)
+        compare_table(sb, r, w);
+    if (!r->has_labels)
+        vw_sbuf_puts(sb, "\n(no --labels: n counts labelled answers, so the metrics are empty)\n");
+    return vw_sbuf_status(sb);
+}
