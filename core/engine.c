@@ -3,6 +3,7 @@
  * envelope is envelope.c's. */
 #include "engine.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,19 @@
 #include "render/render.h"
 #include "tokenizer/tokenizer.h"
 
+/* Row buffers of finished batches, kept for the next ones: a batch's rows are
+ * tens of MB (readouts x hidden floats), and a fresh allocation of that size
+ * is mapped and page-faulted anew every time. */
+enum { ROW_POOL = 4 };
+typedef struct row_pool {
+    pthread_mutex_t mu;
+    float *buf[ROW_POOL];
+    size_t cap[ROW_POOL]; /* floats */
+    size_t n;
+} row_pool;
+
 struct vw_engine {
+    row_pool *rows; /* shared by the threads that pack and free batches */
     vw_bundle *bundle;
     vw_tokenizer *tok;
     vw_admit_cfg *acfg;
@@ -90,8 +103,13 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
                          vw_err *err) {
     *out = NULL;
     vw_engine *e = calloc(1, sizeof *e);
+    if (e && !(e->rows = calloc(1, sizeof *e->rows))) {
+        free(e);
+        e = NULL;
+    }
     if (!e)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "engine");
+    pthread_mutex_init(&e->rows->mu, NULL);
     vw_status st = vw_bundle_open(dir, &e->bundle, err);
     size_t tok_len = 0;
     const char *tok_json = st ? NULL : vw_bundle_tokenizer_json(e->bundle, &tok_len);
@@ -132,9 +150,61 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
     return VW_OK;
 }
 
+static void row_pool_free(row_pool *rp) {
+    if (!rp)
+        return;
+    for (size_t i = 0; i < rp->n; i++)
+        free(rp->buf[i]);
+    pthread_mutex_destroy(&rp->mu);
+    free(rp);
+}
+
+/* A buffer of at least n floats (*cap: its size): a pooled one if one is large
+ * enough, else a new one. */
+static float *rows_get(row_pool *rp, size_t n, size_t *cap) {
+    pthread_mutex_lock(&rp->mu);
+    for (size_t i = 0; i < rp->n; i++)
+        if (rp->cap[i] >= n) {
+            float *p = rp->buf[i];
+            *cap = rp->cap[i];
+            rp->buf[i] = rp->buf[--rp->n];
+            rp->cap[i] = rp->cap[rp->n];
+            pthread_mutex_unlock(&rp->mu);
+            return p;
+        }
+    pthread_mutex_unlock(&rp->mu);
+    *cap = n;
+    return malloc(n * sizeof(float));
+}
+
+/* Keeps p for a later batch (dropping the smallest kept one when full). */
+static void rows_put(row_pool *rp, float *p, size_t cap) {
+    if (!p)
+        return;
+    pthread_mutex_lock(&rp->mu);
+    if (rp->n < ROW_POOL) {
+        rp->buf[rp->n] = p;
+        rp->cap[rp->n++] = cap;
+        p = NULL;
+    } else {
+        size_t k = 0;
+        for (size_t i = 1; i < rp->n; i++)
+            k = rp->cap[i] < rp->cap[k] ? i : k;
+        if (rp->cap[k] < cap) {
+            float *old = rp->buf[k];
+            rp->buf[k] = p;
+            rp->cap[k] = cap;
+            p = old;
+        }
+    }
+    pthread_mutex_unlock(&rp->mu);
+    free(p);
+}
+
 void vw_engine_free(vw_engine *e) {
     if (!e)
         return;
+    row_pool_free(e->rows);
     vw_executor_free(e->ex);
     for (size_t i = 0; i < e->n_tensors; i++)
         vw_tensor_f32_free(&e->tensors[i]);
@@ -515,6 +585,7 @@ static vw_status answer_plan(const vw_engine *e, const vw_plan *p, const vw_plan
 /* ---- batches: pack, execute, finish ------------------------------------------- */
 
 struct vw_engine_batch {
+    row_pool *pool;  /* where rows go back */
     vw_plan **plans; /* [n] borrowed */
     size_t n;
     vw_plan_exec_out *x; /* [n] */
@@ -523,8 +594,9 @@ struct vw_engine_batch {
     vw_tree *trees;
     size_t n_trees, n_rows;
     float *rows;
-    vw_status *st; /* [n] each plan's outcome so far */
-    vw_err *errs;  /* [n] */
+    size_t rows_cap; /* floats */
+    vw_status *st;   /* [n] each plan's outcome so far */
+    vw_err *errs;    /* [n] */
 };
 
 void vw_engine_batch_free(vw_engine_batch *b) {
@@ -537,7 +609,7 @@ void vw_engine_batch_free(vw_engine_batch *b) {
     free(b->base);
     free(b->tree0);
     free(b->trees);
-    free(b->rows);
+    rows_put(b->pool, b->rows, b->rows_cap);
     free(b->st);
     free(b->errs);
     free(b);
@@ -549,6 +621,7 @@ vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw
     vw_engine_batch *b = calloc(1, sizeof *b);
     size_t m = n ? n : 1;
     if (b) {
+        b->pool = e->rows;
         b->n = n;
         b->plans = malloc(m * sizeof *b->plans);
         b->x = calloc(m, sizeof *b->x);
@@ -573,7 +646,7 @@ vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw
     }
     if (b->n_trees) {
         b->trees = malloc(b->n_trees * sizeof *b->trees);
-        b->rows = malloc((b->n_rows ? b->n_rows : 1) * e->ex->hidden * sizeof *b->rows);
+        b->rows = rows_get(e->rows, (b->n_rows ? b->n_rows : 1) * e->ex->hidden, &b->rows_cap);
         if (!b->trees || !b->rows) {
             vw_engine_batch_free(b);
             return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch rows");

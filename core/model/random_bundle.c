@@ -198,7 +198,8 @@ static vw_status copy_file(const char *src, const char *dst, vw_err *err) {
         fclose(in);
     if (out && fclose(out))
         ok = false;
-    return ok ? VW_OK : VW_FAIL(err, VW_EIO, "copy_failed", "%s -> %s: %s", src, dst, strerror(errno));
+    return ok ? VW_OK
+              : VW_FAIL(err, VW_EIO, "copy_failed", "%s -> %s: %s", src, dst, strerror(errno));
 }
 
 static void set_ints(json_t *bc, const char *const *keys, const int *values, size_t n) {
@@ -226,8 +227,8 @@ static vw_status backbone_config(json_t *bc, const char *shape, vw_err *err) {
     static const int ceil[] = {4, 32, 1024, 64, 4, 32, 1, 1, 32, 1, 1, 4};
     const int *v = !strcmp(shape, "0.8b") ? b08 : !strcmp(shape, "ceiling") ? ceil : NULL;
     if (!v)
-        return VW_FAIL(err, VW_EINVAL, "bad_shape", "random bundle: unknown shape '%s' (0.8b, ceiling)",
-                       shape);
+        return VW_FAIL(err, VW_EINVAL, "bad_shape",
+                       "random bundle: unknown shape '%s' (0.8b, ceiling)", shape);
     set_ints(bc, keys, v, sizeof keys / sizeof *keys);
     int layers = v[11];
     json_t *lt = json_array();
@@ -243,6 +244,20 @@ static vw_status backbone_config(json_t *bc, const char *shape, vw_err *err) {
         json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 2, 1, 1));
     }
     return VW_OK;
+}
+
+vw_status vw_random_shape_config(const char *shape, vw_qwen35_config *c, vw_err *err) {
+    json_t *bc = json_pack("{s:i,s:s,s:b,s:b,s:f,s:{s:s,s:f,s:f}}", "vocab_size", 248320,
+                           "hidden_act", "silu", "attention_bias", 0, "attn_output_gate", 1,
+                           "rms_norm_eps", 1e-6, "rope_parameters", "rope_type", "default",
+                           "rope_theta", 1e7, "partial_rotary_factor", 0.25);
+    if (!bc)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "shape config");
+    vw_status st = backbone_config(bc, shape, err);
+    if (st == VW_OK)
+        st = vw_qwen35_config_parse(bc, c, err);
+    json_decref(bc);
+    return st;
 }
 
 static bool manifest_matches(const char *dir, const char *shape, uint64_t seed) {
@@ -315,8 +330,8 @@ vw_status vw_random_bundle_write(const char *dir, const char *shape, const char 
         snprintf(q, sizeof q, "%s/%s", dir, copies[i]);
         st = copy_file(p, q, err);
     }
-    const char *files[] = {"config.json", "tokenizer.json", "calibration.json",
-                           "model.safetensors", "broad_head.safetensors"};
+    const char *files[] = {"config.json", "tokenizer.json", "calibration.json", "model.safetensors",
+                           "broad_head.safetensors"};
     json_t *sums = json_object();
     for (int i = 0; st == VW_OK && i < (broad ? 5 : 4); i++) {
         char hex[VW_SHA256_HEX];

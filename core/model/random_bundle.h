@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "qwen35_config.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus
@@ -40,6 +41,10 @@ extern "C" {
  * (e.g. fixtures/tiny-vela). *reused tells which (may be NULL). */
 vw_status vw_random_bundle_write(const char *dir, const char *shape, const char *tmpl,
                                  uint64_t seed, bool *reused, vw_err *err);
+
+/* The backbone config of a shape on its own (the 0.8B vocabulary for both):
+ * what core/model/synthetic.h's sim models by default. */
+vw_status vw_random_shape_config(const char *shape, vw_qwen35_config *c, vw_err *err);
 
 #ifdef __cplusplus
 }

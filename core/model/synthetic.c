@@ -9,11 +9,14 @@
 #include <string.h>
 #include <time.h>
 
-enum { N_VECTORS = 1024 };
+#include "random_bundle.h"
+
+enum { N_VECTORS = 64 }; /* 64 x hidden floats: stays in L2 */
 
 typedef struct synth {
     vw_synthetic_opts o;
-    vw_qwen35_config c;
+    vw_qwen35_config c;        /* the bundle's: hidden size, vocabulary */
+    vw_qwen35_config modelled; /* sim: the backbone whose FLOPs are waited for */
     size_t hidden;
     float *table; /* [N_VECTORS, hidden], unit RMS each */
 } synth;
@@ -85,7 +88,7 @@ static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_t
             }
         }
     }
-    double secs = vw_synthetic_seconds(&s->o, &s->c, trees, n_trees);
+    double secs = vw_synthetic_seconds(&s->o, &s->modelled, trees, n_trees);
     if (secs > 0) {
         struct timespec due = start;
         double whole = floor(secs);
@@ -119,6 +122,7 @@ vw_status vw_synthetic_new(const vw_bundle *b, const vw_synthetic_opts *o, vw_ex
         s->o = *o;
         s->c = *vw_bundle_backbone_config(b);
         s->hidden = (size_t)s->c.hidden;
+        s->modelled = s->c;
         s->table = malloc((size_t)N_VECTORS * s->hidden * sizeof *s->table);
     }
     if (!s || !ex || !s->table) {
@@ -127,6 +131,15 @@ vw_status vw_synthetic_new(const vw_bundle *b, const vw_synthetic_opts *o, vw_ex
         free(s);
         free(ex);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "synthetic executor");
+    }
+    if (o->sim && !o->bundle) {
+        vw_status cs = vw_random_shape_config("0.8b", &s->modelled, err);
+        if (cs != VW_OK) {
+            free(s->table);
+            free(s);
+            free(ex);
+            return cs;
+        }
     }
     uint64_t st = 0x5eedull;
     for (size_t v = 0; v < N_VECTORS; v++) {
@@ -160,6 +173,17 @@ vw_status vw_synthetic_parse(const char *spec, vw_synthetic_opts *o, vw_err *err
         char key[16];
         double v;
         int used = 0;
+        char word[16];
+        if (sscanf(p, "model=%15[a-z0-9.]%n", word, &used) == 1) {
+            if (strcmp(word, "0.8b") && strcmp(word, "bundle"))
+                return VW_FAIL(err, VW_EINVAL, "bad_executor", "'%s': model is 0.8b or bundle",
+                               spec);
+            o->bundle = !strcmp(word, "bundle");
+            p += used;
+            if (*p == ',')
+                p++;
+            continue;
+        }
         if (sscanf(p, "%15[a-z_]=%lf%n", key, &v, &used) != 2 || v < 0)
             return VW_FAIL(err, VW_EINVAL, "bad_executor", "'%s': bad parameter at '%s'", spec, p);
         if (!strcmp(key, "tflops") && v > 0)

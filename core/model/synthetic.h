@@ -7,7 +7,9 @@
  *            output before its weight), at the bundle's hidden size;
  *   sim      the same rows, returned when the modelled device would have
  *            finished the call: start + calls' fixed cost + model FLOPs /
- *            sustained TFLOP/s + tokens x per-token memory time. The calling
+ *            sustained TFLOP/s + tokens x per-token memory time, for the
+ *            Vela-2.0-0.8B backbone (docs/spec/backbone.md §1.1) unless told to
+ *            model the bundle's own (model=bundle). The calling
  *            thread is held (a blocking wait) as a real device call holds it,
  *            so a caller that overlaps host work with execution shows it.
  *
@@ -47,12 +49,15 @@ typedef struct vw_synthetic_opts {
     double tflops;   /* sim: sustained model TFLOP/s */
     double call_us;  /* sim: fixed cost of one forward call */
     double token_ns; /* sim: time per token (memory traffic) */
+    bool bundle;     /* sim: model the bundle's own backbone (default: Vela-2.0-0.8B's,
+                        whatever the bundle: its heads may sit on a token backbone) */
 } vw_synthetic_opts;
 
-#define VW_SIM_H200 {true, 316.0, 2000.0, 100.0}
+#define VW_SIM_H200                                                                                \
+    { true, 316.0, 2000.0, 100.0, false }
 
-/* "instant", "sim" (the H200 defaults) or "sim:tflops=T,call_us=C,token_ns=N"
- * (any subset). */
+/* "instant", "sim" (the H200 defaults, the 0.8B model) or
+ * "sim:tflops=T,call_us=C,token_ns=N,model=0.8b|bundle" (any subset). */
 vw_status vw_synthetic_parse(const char *spec, vw_synthetic_opts *o, vw_err *err);
 
 /* A synthetic executor for the bundle's backbone shape (hidden, vocabulary). */

@@ -1,0 +1,165 @@
+/* test_synthetic.c — the bench/test executors (core/model/synthetic.h) and the
+ * random-bundle writer (core/model/random_bundle.h): specs parse or are refused
+ * by name, instant rows are deterministic with unit RMS, sim holds the caller
+ * for its modelled time (the FLOP count checked by hand), and a `ceiling`
+ * bundle written here opens in the engine and answers the golden request. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "model/random_bundle.h"
+#include "model/synthetic.h"
+#include "vw_test.h"
+
+Test(synthetic, specs) {
+    vw_synthetic_opts o;
+    vw_err err = {0};
+    cr_assert_eq(vw_synthetic_parse("instant", &o, &err), VW_OK);
+    cr_assert(!o.sim);
+    cr_assert_eq(vw_synthetic_parse("sim", &o, &err), VW_OK);
+    cr_assert(o.sim && o.tflops == 316.0 && o.call_us == 2000.0 && o.token_ns == 100.0 &&
+              !o.bundle);
+    cr_assert_eq(vw_synthetic_parse("sim:tflops=100,call_us=0,model=bundle,token_ns=5", &o, &err),
+                 VW_OK);
+    cr_assert(o.tflops == 100.0 && o.call_us == 0.0 && o.token_ns == 5.0 && o.bundle);
+    const char *bad[] = {"fast",         "sim:tflops=0", "sim:speed=3",
+                         "sim:model=4b", "simx",         "sim:tflops=-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(vw_synthetic_parse(bad[i], &o, &err), VW_EINVAL, "%s", bad[i]);
+        cr_assert_str_eq(err.type, "bad_executor");
+    }
+}
+
+/* The count by hand for a 2-layer config (one GDN, one attention layer). */
+Test(synthetic, flops_by_hand) {
+    vw_qwen35_config c = {.hidden = 8,
+                          .n_layers = 2,
+                          .intermediate = 16,
+                          .n_heads = 2,
+                          .n_kv_heads = 1,
+                          .head_dim = 4,
+                          .lin_k_heads = 1,
+                          .lin_v_heads = 2,
+                          .lin_k_dim = 4,
+                          .lin_v_dim = 4,
+                          .full_attention = {0, 1}};
+    int32_t prefix[3] = {1, 2, 3}, ids[2] = {4, 5}, ro[1] = {1};
+    vw_block blk = {ids, 2, ro, 1};
+    vw_tree t = {prefix, 3, NULL, 0, &blk, 1};
+    /* kd 4, vd 8, cd 16: GDN in 8 x (16 + 8 + 2*2) + out 8 x 8 = 288; attention in
+     * 8 x (2*2*4 + 2*1*4) + out 2*4*8 = 256; MLP 3 x 16 x 8 = 384 per layer.
+     * Per token 2 x ((384 + 288) + (384 + 256)) = 2624; 5 tokens. Attention pairs:
+     * prefix 3*4/2 = 6, block 2*3 + 2*3/2 = 9: 15 x 4 x 4 x 2 = 480. */
+    cr_assert_float_eq(vw_qwen35_tree_flops(&c, &t), 2624.0 * 5 + 480.0, 1e-9);
+    vw_synthetic_opts o = {true, 1e-9, 100.0, 10.0, true}; /* 1 kFLOP/s */
+    double want = 100e-6 + (2624.0 * 5 + 480.0) / 1e3 + 5 * 10e-9;
+    cr_assert_float_eq(vw_synthetic_seconds(&o, &c, &t, 1), want, 1e-12);
+}
+
+static char *ceiling_bundle(void) {
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/vw-test-ceiling-%d", (int)getpid());
+    vw_err err = {0};
+    char *tmpl = vw_test_path("fixtures/tiny-vela");
+    bool reused = true;
+    cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 7, &reused, &err), VW_OK, "%s",
+                 err.msg);
+    cr_assert(!reused);
+    cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 7, &reused, &err), VW_OK);
+    cr_assert(reused, "the same shape and seed are reused");
+    free(tmpl);
+    return dir;
+}
+
+static vw_status make(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
+    return vw_synthetic_new(b, ctx, out, err);
+}
+
+/* Scores the golden request; returns the envelope (malloc'd). */
+static char *score_golden(vw_engine *e) {
+    size_t len = 0;
+    char *path = vw_test_path("fixtures/requests/golden_8_1.json");
+    char *body = vw_test_read_file(path, &len);
+    cr_assert_not_null(body);
+    vw_plan *plan = NULL;
+    vw_errlist detail = {0};
+    vw_sbuf out = {0};
+    vw_err err = {0};
+    int status = 0;
+    cr_assert_eq(vw_engine_plan(e, body, len, &plan, &status, &detail, &err), VW_OK);
+    cr_assert_not_null(plan, "golden request planned (status %d)", status);
+    cr_assert_eq(vw_engine_score(e, &plan, 1, &out, &err), VW_OK, "%s", err.msg);
+    vw_plan_free(plan);
+    vw_errlist_free(&detail);
+    free(body);
+    free(path);
+    return vw_sbuf_take(&out, NULL);
+}
+
+Test(synthetic, ceiling_bundle_answers_with_instant_and_sim) {
+    char *dir = ceiling_bundle();
+    vw_synthetic_opts inst = {0}, sim = {true, 316.0, 0.0, 0.0, false};
+    vw_engine_opts oi = {.make_executor = make, .make_ctx = &inst, .noul_calibration = -1};
+    vw_engine_opts os = {.make_executor = make, .make_ctx = &sim, .noul_calibration = -1};
+    vw_engine *ei = NULL, *es = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_engine_open(dir, &oi, &ei, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_engine_open(dir, &os, &es, &err), VW_OK, "%s", err.msg);
+    cr_assert_str_eq(vw_engine_device(ei), "instant");
+    cr_assert_str_eq(vw_engine_device(es), "sim");
+    char *a = score_golden(ei), *b = score_golden(ei);
+    cr_assert(strstr(a, "\"answers\":{") && strstr(a, "\"domain\""), "%.200s", a);
+    cr_assert_str_eq(a, b, "instant rows are deterministic");
+    /* sim: the same rows (an envelope like instant's) after the modelled wait
+     * of the 0.8B backbone for the golden request's trees (> 1 ms at 316 TFLOP/s) */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char *c = score_golden(es);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert_str_eq(c, a, "sim returns instant's rows");
+    cr_assert_geq(took, 1e-3, "the call waited for the modelled device: %.6f s", took);
+    free(a);
+    free(b);
+    free(c);
+    vw_engine_free(ei);
+    vw_engine_free(es);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(synthetic, instant_rows_have_unit_rms) {
+    char *dir = ceiling_bundle();
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
+    vw_synthetic_opts inst = {0};
+    vw_executor *ex = NULL;
+    cr_assert_eq(vw_synthetic_new(b, &inst, &ex, &err), VW_OK);
+    cr_assert_eq(ex->hidden, 1024);
+    int32_t prefix[4] = {5, 6, 7, 8}, pro[2] = {0, 3};
+    vw_tree t = {prefix, 4, pro, 2, NULL, 0};
+    float *rows = malloc(2 * 1024 * sizeof *rows);
+    cr_assert_eq(vw_executor_forward(ex, &t, 1, rows, &err), VW_OK);
+    for (int r = 0; r < 2; r++) {
+        double ss = 0;
+        for (int i = 0; i < 1024; i++)
+            ss += (double)rows[r * 1024 + i] * rows[r * 1024 + i];
+        cr_assert_float_eq(sqrt(ss / 1024), 1.0, 1e-5);
+    }
+    int32_t bad[1] = {99999};
+    vw_tree tb = {bad, 1, NULL, 0, NULL, 0};
+    cr_assert_eq(vw_executor_forward(ex, &tb, 1, rows, &err), VW_EINVAL, "ids are checked");
+    free(rows);
+    vw_executor_free(ex);
+    vw_bundle_free(b);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
