@@ -97,7 +97,7 @@ void vw_eval_list_line(const vw_eval_rec *r, size_t width, vw_sbuf *sb) {
     size_t from = sb->len;
     char status[64];
     vw_eval_rec_status_key(r, status, sizeof status);
-    vw_sbuf_printf(sb, "%-20s %s ", r->id, status);
+    vw_sbuf_printf(sb, "%-20s %s", r->id, status);
     if (r->status == 200)
         for (size_t i = 0; i < r->n_ans; i++)
             decision(sb, &r->ans[i]);

@@ -1,12 +1,12 @@
 /* report_text.c — the report as terminal tables. Owns the column layout
- * (100 columns: a question id column of at most 28, numbers of 9); computes
+ * (100 columns: a question id column of at most 20, numbers of 9); computes
  * nothing but the per-label ratios it prints. */
 #include "report_text.h"
 
 #include <math.h>
 #include <string.h>
 
-#define QID_MAX 28
+#define QID_MAX 20 /* + 2 counts + 6 metrics of 10 = 100 columns */
 
 /* A number column: 9 wide, 4 decimals, "-" when undefined. */
 static void num(vw_sbuf *sb, double v) {
@@ -39,14 +39,15 @@ static int qid_width(const vw_eval_report *r) {
 }
 
 static void file_line(vw_sbuf *sb, const char *what, const vw_eval_file *f, bool status) {
-    vw_sbuf_printf(sb, "%-9s %s: %llu records", what, f->path, (unsigned long long)f->records);
-    if (f->duplicates || f->bad_lines)
-        vw_sbuf_printf(sb, " (+%llu duplicate, %llu bad lines)", (unsigned long long)f->duplicates,
-                       (unsigned long long)f->bad_lines);
+    vw_sbuf_printf(sb, "%-9s %s: %llu records, %llu duplicates, %llu bad lines\n", what, f->path,
+                   (unsigned long long)f->records, (unsigned long long)f->duplicates,
+                   (unsigned long long)f->bad_lines);
     for (size_t i = 0; status && i < f->status.n; i++)
-        vw_sbuf_printf(sb, "%s%s: %llu", i ? ", " : "; ", vw_strmap_key(&f->status, i),
+        vw_sbuf_printf(sb, "%s%s: %llu",
+                       i ? ", " : "          by status: ", vw_strmap_key(&f->status, i),
                        (unsigned long long)vw_eval_status_count(f, i));
-    vw_sbuf_puts(sb, "\n");
+    if (status && f->status.n)
+        vw_sbuf_puts(sb, "\n");
 }
 
 static void records(vw_sbuf *sb, const vw_eval_report *r) {
@@ -55,12 +56,13 @@ static void records(vw_sbuf *sb, const vw_eval_report *r) {
         file_line(sb, "baseline", &r->baseline, true);
     if (r->has_labels) {
         file_line(sb, "labels", &r->labels, false);
-        vw_sbuf_printf(sb,
-                       "joined    %llu results labelled, %llu unlabelled, %llu labels without a "
-                       "result; %llu bad labels, %llu unknown question ids\n",
-                       (unsigned long long)r->labelled, (unsigned long long)r->unlabelled,
-                       (unsigned long long)r->labels_without_result,
+        vw_sbuf_printf(sb, "          %llu labels that do not fit, %llu unknown question ids\n",
                        (unsigned long long)r->bad_labels, (unsigned long long)r->unknown_qids);
+        vw_sbuf_printf(sb,
+                       "joined    %llu results labelled, %llu unlabelled; %llu labels without a "
+                       "result\n",
+                       (unsigned long long)r->labelled, (unsigned long long)r->unlabelled,
+                       (unsigned long long)r->labels_without_result);
     }
     if (r->has_baseline)
         vw_sbuf_printf(sb,
@@ -126,13 +128,18 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
         any = r->questions.q[i]->type == t;
     if (!any)
         return;
-    const char *title = t == VW_QT_UNKNOWN ? "(errors only)" : vw_qtype_name(t);
+    const char *title = t == VW_QT_UNKNOWN ? "untyped" : vw_qtype_name(t);
     vw_sbuf_puts(sb, "\n");
     name(sb, title, w);
     vw_sbuf_printf(sb, " %9s %9s", "n", "errors");
     for (int c = 0; headers[t][c]; c++)
         vw_sbuf_printf(sb, " %9s", headers[t][c]);
     vw_sbuf_puts(sb, "\n");
+    if (t == VW_QT_SET || t == VW_QT_SPAN) {
+        vw_sbuf_puts(sb, "  ");
+        name(sb, t == VW_QT_SPAN ? "(per label, exact)" : "(per label)", w + 18);
+        vw_sbuf_printf(sb, " %9s %9s %9s %9s\n", "precision", "recall", "f1", "support");
+    }
     for (size_t i = 0; i < r->questions.ids.n; i++) {
         const vw_eval_q *q = r->questions.q[i];
         if (q->type != t)
@@ -146,11 +153,6 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
             label_rows(sb, &q->set, w);
         if (t == VW_QT_SPAN && q->n)
             label_rows(sb, &q->span.per, w);
-    }
-    if (t == VW_QT_SET || t == VW_QT_SPAN) {
-        name(sb, "", w + 20);
-        vw_sbuf_printf(sb, " %9s %9s %9s %9s  (per label%s)\n", "precision", "recall", "f1",
-                       "support", t == VW_QT_SPAN ? ", exact" : "");
     }
 }
 
@@ -174,29 +176,46 @@ static void compare_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
     if (!r->top.n)
         return;
     vw_sbuf_printf(sb, "\nthe %zu records that changed most\n", r->top.n);
-    vw_sbuf_printf(sb, "%-28s %-22s %9s  %s\n", "request_id", "status (B -> A)", "max_delta",
+    vw_sbuf_printf(sb, "%-22s %-22s %9s  %s\n", "request_id", "status (B -> A)", "max_delta",
                    "questions that disagree");
     for (size_t i = 0; i < r->top.n; i++) {
         const vw_eval_change *c = &r->top.v[i];
         char st[160];
         snprintf(st, sizeof st, "%s%s%s", c->status_changed ? c->status_b : "",
                  c->status_changed ? " -> " : "", c->status_a);
-        name(sb, c->id, 28);
+        name(sb, c->id, 22);
         vw_sbuf_printf(sb, " %-22.22s", st);
         num(sb, c->max_delta);
-        vw_sbuf_printf(sb, "  %.55s\n", c->changed[0] ? c->changed : "-");
+        vw_sbuf_printf(sb, "  %.42s\n", c->changed[0] ? c->changed : "-");
+    }
+}
+
+/* Without labels there is nothing to score: what was answered, by question. */
+static void answered_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
+    vw_sbuf_puts(sb, "\n");
+    name(sb, "question", w);
+    vw_sbuf_printf(sb, " %9s %9s %9s   (no --labels: no metrics)\n", "type", "answered", "errors");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        const char *type = vw_qtype_name(q->type);
+        name(sb, q->qid, w);
+        vw_sbuf_printf(sb, " %9s", type ? type : "-");
+        count(sb, q->answered);
+        count(sb, q->errors);
+        vw_sbuf_puts(sb, "\n");
     }
 }
 
 vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
     int w = qid_width(r);
     records(sb, r);
-    for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
-        type_table(sb, r, (vw_qtype)t, w);
-    type_table(sb, r, VW_QT_UNKNOWN, w);
+    if (r->has_labels) {
+        for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
+            type_table(sb, r, (vw_qtype)t, w);
+        type_table(sb, r, VW_QT_UNKNOWN, w);
+    } else
+        answered_table(sb, r, w);
     if (r->has_baseline)
         compare_table(sb, r, w);
-    if (!r->has_labels)
-        vw_sbuf_puts(sb, "\n(no --labels: n counts labelled answers, so the metrics are empty)\n");
     return vw_sbuf_status(sb);
 }
