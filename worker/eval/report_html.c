@@ -14,7 +14,8 @@ static const char style[] =
     "table{border-collapse:collapse;font-size:13px;margin:4px 0 10px}"
     "th,td{padding:3px 9px;border-bottom:1px solid #e3e6ee;text-align:right}"
     "th{background:#f0f2f7;font-weight:600}td.l,th.l{text-align:left}"
-    ".muted{color:#667}.cards{display:flex;flex-wrap:wrap;gap:16px}"
+    ".muted{color:#667}.cards{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
+    ".legend{font-size:11px;color:#556;margin:2px 0 0}"
     ".card{border:1px solid #d5d9e3;border-radius:6px;padding:10px 12px;background:#fbfcfe}"
     "table.cm td{min-width:34px;text-align:center}table.cm th{font-size:12px}"
     ".bad{color:#a11}code{font-family:'DejaVu Sans Mono',monospace;font-size:12px}";
@@ -222,14 +223,16 @@ static void reliability(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_ece *e) {
         vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=end>%.1f</text>", X - 4,
                        Y + H - t * H / 5 + 3, t / 5.0);
     }
-    vw_sbuf_printf(sb,
-                   "<text x=%d y=%d text-anchor=middle>confidence (bars: accuracy; dots: "
-                   "mean confidence; grey: count, max %llu)</text>",
-                   X + W / 2, Y + H + S + 30, (unsigned long long)most);
+    vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=middle>confidence</text>", X + W / 2,
+                   Y + H + S + 30);
     vw_sbuf_printf(sb,
                    "<text x=10 y=%d transform='rotate(-90 10 %d)' text-anchor=middle>accuracy"
-                   "</text></svg></div>",
+                   "</text></svg>",
                    Y + H / 2, Y + H / 2);
+    vw_sbuf_printf(sb,
+                   "<p class=legend>15 bins. Bars: accuracy per bin; dots: its mean confidence;"
+                   "<br>dashed: perfect calibration; grey: answers per bin (max %llu).</p></div>",
+                   (unsigned long long)most);
 }
 
 /* Rows: the expected label; columns: the pick; shade by the row's share. */
