@@ -713,12 +713,14 @@ static vw_status run_heads(const vw_engine *e, const problems *pr, vw_err *err) 
     return st;
 }
 
-/* Heads for the plans with outcome OK, plan by plan: each plan's problems go
- * through one GEMM per head weight (heads.h), but never with another plan's
- * rows, so a request's answers do not depend on its batch (OpenBLAS picks its
- * kernels by shape: joined rows would round differently; docs/envelope.md
- * "batch == single"). z[i] receives plan i's outputs. */
+/* Heads for the plans with outcome OK, all at once: every plan's problems go
+ * through one GEMM per head weight for the whole batch (heads.h: a weight is
+ * packed once per call, and a row's result does not depend on the rows beside
+ * it, so batch == single still holds byte for byte; docs/envelope.md). When
+ * that fails, plan by plan, so the failing plan is the only one marked. z[i]
+ * receives plan i's outputs. */
 static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {
+    problems all = {0}, *per = calloc(b->n ? b->n : 1, sizeof *per);
     float **labels = NULL;
     size_t n_labels = 0, cap_labels = 0;
     for (size_t i = 0; i < b->n; i++) {
@@ -726,21 +728,44 @@ static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {
         if (b->st[i] != VW_OK)
             continue;
         const vw_plan *p = b->plans[i];
-        problems pr = {0};
         z[i] = calloc(p->req->n ? p->req->n : 1, sizeof *z[i]);
-        b->st[i] = z[i] ? gather_plan(e, p, &b->x[i],
-                                      b->rows ? b->rows + b->base[i] * e->ex->hidden : NULL, z[i],
-                                      &pr, &labels, &n_labels, &cap_labels, &b->errs[i])
-                        : VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
-        if (b->st[i] == VW_OK)
-            b->st[i] = run_heads(e, &pr, &b->errs[i]);
-        free(pr.cand);
-        free(pr.span[0]);
-        free(pr.span[1]);
-        for (size_t k = 0; k < n_labels; k++)
-            free(labels[k]);
-        n_labels = 0;
+        if (!z[i] || !per) {
+            b->st[i] = VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
+            continue;
+        }
+        b->st[i] =
+            gather_plan(e, p, &b->x[i], b->rows ? b->rows + b->base[i] * e->ex->hidden : NULL, z[i],
+                        &per[i], &labels, &n_labels, &cap_labels, &b->errs[i]);
     }
+    bool joined = per != NULL; /* one list of every plan's problems, in plan order */
+    for (size_t i = 0; joined && i < b->n; i++) {
+        if (b->st[i] != VW_OK)
+            continue;
+        for (size_t k = 0; joined && k < per[i].n_cand; k++)
+            if ((joined = grow((void **)&all.cand, &all.cap_cand, all.n_cand, sizeof *all.cand)))
+                all.cand[all.n_cand++] = per[i].cand[k];
+        for (int h = 0; h < 2; h++)
+            for (size_t k = 0; joined && k < per[i].n_span[h]; k++)
+                if ((joined = grow((void **)&all.span[h], &all.cap_span[h], all.n_span[h],
+                                   sizeof *all.span[h])))
+                    all.span[h][all.n_span[h]++] = per[i].span[h][k];
+    }
+    vw_err one = {0};
+    if (!joined || run_heads(e, &all, &one) != VW_OK)
+        for (size_t i = 0; per && i < b->n; i++)
+            if (b->st[i] == VW_OK)
+                b->st[i] = run_heads(e, &per[i], &b->errs[i]);
+    for (size_t i = 0; per && i < b->n; i++) {
+        free(per[i].cand);
+        free(per[i].span[0]);
+        free(per[i].span[1]);
+    }
+    free(per);
+    free(all.cand);
+    free(all.span[0]);
+    free(all.span[1]);
+    for (size_t k = 0; k < n_labels; k++)
+        free(labels[k]);
     free(labels);
 }
 

@@ -149,10 +149,38 @@ static inline float gelu(float x) {
     return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
 }
 
-/* out[rows, d] = x[rows, H] . w[d, H]^T */
-static void project(const float *x, size_t rows, size_t h, const float *w, size_t d, float *out) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)d, (int)h, 1.0f, x, (int)h,
-                w, (int)h, 0.0f, out, (int)d);
+/* Fewer rows than this go through OpenBLAS padded with zero rows: its
+ * small-matrix kernels (chosen by shape) round differently, while every row of
+ * a call at least this tall comes out the same bits wherever it sits in the
+ * call (measured: any M >= 4 at hidden 1,024, M >= 6 at 64), so a request's
+ * rows projected alone or with a whole micro-batch give the same logits. */
+enum { MIN_GEMM_ROWS = 16 };
+
+/* out[rows, d] = x[rows, H] . w[d, H]^T; VW_ENOMEM only when padding fails. */
+static vw_status project(const float *x, size_t rows, size_t h, const float *w, size_t d,
+                         float *out) {
+    if (rows == 0)
+        return VW_OK;
+    float *px = NULL, *po = NULL;
+    size_t m = rows;
+    if (rows < MIN_GEMM_ROWS) {
+        m = MIN_GEMM_ROWS;
+        px = calloc(m * h, sizeof *px);
+        po = malloc(m * d * sizeof *po);
+        if (!px || !po) {
+            free(px);
+            free(po);
+            return VW_ENOMEM;
+        }
+        memcpy(px, x, rows * h * sizeof *px);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d, (int)h, 1.0f, px ? px : x,
+                (int)h, w, (int)h, 0.0f, po ? po : out, (int)d);
+    if (po)
+        memcpy(out, po, rows * d * sizeof *out);
+    free(px);
+    free(po);
+    return VW_OK;
 }
 
 /* v . GELU(a + c) over d. */
@@ -186,10 +214,13 @@ vw_status vw_cand_head_logits_batch(const vw_cand_head *h, const vw_cand_problem
         layer_norm(p[k].query, 1, H, h->query_ln_w, h->query_ln_b, q + k * H);
     }
     /* One GEMM per weight for every problem's rows: the weight is packed once. */
-    project(c, R, H, h->key, d, kc);    /* (R,d) K c_i */
-    project(c, R, H, h->cmlp_w, d, mc); /* (R,d) Mc c_i */
-    project(q, n, H, h->query, d, qq);  /* (n,d) Q q */
-    project(q, n, H, h->qmlp_w, d, mq); /* (n,d) Mq q */
+    if (project(c, R, H, h->key, d, kc) ||    /* (R,d) K c_i */
+        project(c, R, H, h->cmlp_w, d, mc) || /* (R,d) Mc c_i */
+        project(q, n, H, h->query, d, qq) ||  /* (n,d) Q q */
+        project(q, n, H, h->qmlp_w, d, mq)) { /* (n,d) Mq q */
+        free(ws);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu rows", R);
+    }
     float scale = (float)(1.0 / sqrt((double)d));
     for (size_t k = 0, r = 0; k < n; r += p[k].m, k++)
         for (size_t i = 0; i < p[k].m; i++) {
@@ -275,10 +306,14 @@ vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem
             centre_rows(ak, nl, H, acc);
     }
     /* One GEMM per weight for every problem's rows: the weight is packed once. */
-    project(x, W, H, h->k, d, kx);   /* (W,d) K x_w */
-    project(x, W, H, h->m_w, d, mx); /* (W,d) M x_w */
-    project(a, L, H, h->q, d, qa);   /* (L,d) Q a_l */
-    project(a, L, H, h->n, d, na);   /* (L,d) N a_l */
+    if (project(x, W, H, h->k, d, kx) ||   /* (W,d) K x_w */
+        project(x, W, H, h->m_w, d, mx) || /* (W,d) M x_w */
+        project(a, L, H, h->q, d, qa) ||   /* (L,d) Q a_l */
+        project(a, L, H, h->n, d, na)) {   /* (L,d) N a_l */
+        free(ws);
+        free(acc);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span head %zu x %zu", W, L);
+    }
     for (size_t w = 0; w < W; w++)
         for (size_t t = 0; t < d; t++)
             mx[w * d + t] += h->m_b[t];

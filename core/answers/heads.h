@@ -88,13 +88,14 @@ vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx,
 vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t m,
                               const float *query, bool is_set, float *logits, vw_err *err);
 
-/* A group of candidate-head problems (the engine passes one request's):
+/* A group of candidate-head problems (the engine passes a micro-batch's):
  * problem k has m >= 1 option rows and one query row; its logits (m) are
- * written as vw_cand_head_logits would write them, up to OpenBLAS's rounding
- * for the group's shape. Every problem's rows go through one GEMM per weight
- * (OpenBLAS packs a [d, H] weight once for the group, not once per question:
- * at hidden 1,024 the packing cost more than the arithmetic of a question's
- * few rows). */
+ * written as vw_cand_head_logits would write them, bit for bit. Every
+ * problem's rows go through one GEMM per weight (OpenBLAS packs a [d, H]
+ * weight once for the group, not once per question: at hidden 1,024 the
+ * packing cost more than the arithmetic of a question's few rows); calls of
+ * fewer than 16 rows are padded, so no row meets OpenBLAS's small-matrix
+ * kernels, which round differently. */
 typedef struct vw_cand_problem {
     const float *cands; /* [m, H] */
     size_t m;
