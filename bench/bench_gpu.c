@@ -7,11 +7,11 @@
  *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
- * none): config.json (the tiny fixture's, with the 0.8B backbone_config of
- * docs/spec/backbone.md §1.1), model.safetensors (seeded uniform weights, BF16,
- * A_log F32, HF-like init ranges), tokenizer.json and calibration.json copied
- * from fixtures/tiny-vela, and MODEL_MANIFEST.json with SHA-256s. A DIR whose
- * manifest names this generator and seed is reused; vw_bundle_open verifies it.
+ * none): core/model/random_bundle.h's "0.8b" shape (the backbone of
+ * docs/spec/backbone.md §1.1 and the heads at hidden 1,024, seeded uniform
+ * weights), with fixtures/tiny-vela's tokenizer and calibration. A DIR whose
+ * manifest names that generator, shape and seed is reused; vw_bundle_open
+ * verifies it.
  *
  * Workload: "golden-like" trees (docs/spec/request.md §5.1 shapes): a 900-1100
  * token prefix, five question blocks of 60-160 tokens (option-end and query
@@ -28,18 +28,17 @@
  * Exit: 0 measured, 77 no CUDA device or no CUDA build (nothing measured), 1 error.
  * --budget-s stops starting new measurements past that many seconds.
  */
-#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "model/backbone_cpu.h"
 #include "model/bundle.h"
-#include "util/sha256.h"
+#include "model/random_bundle.h"
+#include "model/synthetic.h"
 
 #ifndef VW_HAVE_CUDA
 int main(void) {
@@ -49,8 +48,6 @@ int main(void) {
 #else
 #include "backbone_cuda.h"
 #include "vw_cuda.h"
-
-#define RECIPE "bench/bench_gpu.c --random-bundle"
 
 static double now(void) {
     struct timespec ts;
@@ -66,209 +63,26 @@ static uint64_t next(rng *r) {
     r->s ^= r->s >> 12, r->s ^= r->s << 25, r->s ^= r->s >> 27;
     return r->s * 2685821657736338717ull;
 }
-static double unif(rng *r) {
-    return (double)(next(r) >> 11) / 9007199254740992.0;
-}
 static size_t pick(rng *r, size_t lo, size_t span) {
     return lo + (size_t)(next(r) % (span ? span : 1));
 }
 
 /* ---- the random 0.8B bundle ------------------------------------------------ */
 
-/* The Qwen3.5-0.8B text config of docs/spec/backbone.md §1.1. */
-static json_t *backbone_08b(void) {
-    json_t *bc = json_object(), *lt = json_array(), *rope = json_object();
-    for (int i = 0; i < 24; i++)
-        json_array_append_new(lt, json_string((i + 1) % 4 ? "linear_attention" : "full_attention"));
-    static const struct {
-        const char *key;
-        int value;
-    } ints[] = {{"full_attention_interval", 4}, {"head_dim", 256},
-                {"hidden_size", 1024},          {"intermediate_size", 3584},
-                {"linear_conv_kernel_dim", 4},  {"linear_key_head_dim", 128},
-                {"linear_num_key_heads", 16},   {"linear_num_value_heads", 16},
-                {"linear_value_head_dim", 128}, {"num_attention_heads", 8},
-                {"num_key_value_heads", 2},     {"num_hidden_layers", 24},
-                {"vocab_size", 248320},         {"max_position_embeddings", 262144}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        json_object_set_new(bc, ints[i].key, json_integer(ints[i].value));
-    json_object_set_new(bc, "attention_bias", json_false());
-    json_object_set_new(bc, "attn_output_gate", json_true());
-    json_object_set_new(bc, "tie_word_embeddings", json_true());
-    json_object_set_new(bc, "dtype", json_string("bfloat16"));
-    json_object_set_new(bc, "mamba_ssm_dtype", json_string("float32"));
-    json_object_set_new(bc, "hidden_act", json_string("silu"));
-    json_object_set_new(bc, "model_type", json_string("qwen3_5_text"));
-    json_object_set_new(bc, "rms_norm_eps", json_real(1e-6));
-    json_object_set_new(bc, "layer_types", lt);
-    json_object_set_new(rope, "rope_type", json_string("default"));
-    json_object_set_new(rope, "rope_theta", json_real(1e7));
-    json_object_set_new(rope, "partial_rotary_factor", json_real(0.25));
-    json_object_set_new(rope, "mrope_interleaved", json_true());
-    json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 11, 11, 10));
-    json_object_set_new(bc, "rope_parameters", rope);
-    return bc;
-}
-
-static int ends_with(const char *s, const char *suf) {
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
-static uint16_t to_bf16(float x) { /* round to nearest even */
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-/* One weight value, HF-like ranges: projections and embedding U(±0.035) (std
- * 0.02), zero-centred norms 0 ± 0.1, the plain GDN norm 1 ± 0.1, conv taps
- * U(±0.5), A_log = log U(1, 16), dt_bias = softplus^-1 of log-uniform dt in
- * [1e-3, 1e-1]. */
-static float weight(rng *r, const char *name) {
-    double u = unif(r);
-    if (ends_with(name, "A_log"))
-        return (float)log(1.0 + 15.0 * u);
-    if (ends_with(name, "dt_bias")) {
-        double dt = exp(log(1e-3) + u * (log(1e-1) - log(1e-3)));
-        return (float)(dt + log(-expm1(-dt)));
-    }
-    if (ends_with(name, "conv1d.weight"))
-        return (float)(u - 0.5);
-    if (ends_with(name, "linear_attn.norm.weight"))
-        return (float)(1.0 + 0.2 * (u - 0.5));
-    if (ends_with(name, "norm.weight"))
-        return (float)(0.2 * (u - 0.5));
-    return (float)(0.07 * (u - 0.5));
-}
-
-static int write_safetensors(const char *path, const vw_qwen35_config *c, uint64_t seed) {
-    size_t n = vw_qwen35_tensor_specs(c, NULL, 0), off = 0, cap = 1 << 20;
-    vw_qwen35_tensor_spec *sp = malloc(n * sizeof *sp);
-    unsigned char *buf = malloc(cap * 4);
-    FILE *f = fopen(path, "wb");
-    json_t *hdr = json_object();
-    int rc = !sp || !buf || !f;
-    if (!rc)
-        vw_qwen35_tensor_specs(c, sp, n);
-    for (size_t i = 0; i < n && !rc; i++) {
-        size_t numel = 1, es = ends_with(sp[i].name, "A_log") ? 4 : 2;
-        json_t *shape = json_array();
-        for (int d = 0; d < sp[i].ndim; d++)
-            numel *= (size_t)sp[i].shape[d],
-                json_array_append_new(shape, json_integer(sp[i].shape[d]));
-        char key[160];
-        snprintf(key, sizeof key, "backbone.%s", sp[i].name);
-        json_object_set_new(hdr, key,
-                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", es == 4 ? "F32" : "BF16",
-                                      "shape", shape, "data_offsets", (json_int_t)off,
-                                      (json_int_t)(off + numel * es)));
-        off += numel * es;
-    }
-    json_object_set_new(hdr, "__metadata__",
-                        json_pack("{s:s,s:s}", "format", "pt", "generator", RECIPE));
-    char *h = rc ? NULL : json_dumps(hdr, JSON_COMPACT);
-    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
-    uint64_t le = padded; /* little-endian host */
-    rc = rc || !h || fwrite(&le, 8, 1, f) != 1 || fwrite(h, 1, hl, f) != hl;
-    for (size_t i = hl; i < padded && !rc; i++)
-        rc = fputc(' ', f) == EOF;
-    rng r = {seed};
-    for (size_t i = 0; i < n && !rc; i++) {
-        size_t numel = 1, es = ends_with(sp[i].name, "A_log") ? 4 : 2;
-        for (int d = 0; d < sp[i].ndim; d++)
-            numel *= (size_t)sp[i].shape[d];
-        for (size_t done = 0; done < numel && !rc; done += cap) {
-            size_t k = numel - done < cap ? numel - done : cap;
-            for (size_t j = 0; j < k; j++) {
-                float w = weight(&r, sp[i].name);
-                if (es == 4)
-                    memcpy(buf + 4 * j, &w, 4);
-                else {
-                    uint16_t b = to_bf16(w);
-                    memcpy(buf + 2 * j, &b, 2);
-                }
-            }
-            rc = fwrite(buf, es, k, f) != k;
-        }
-    }
-    if (f && fclose(f))
-        rc = 1;
-    free(h), free(sp), free(buf);
-    json_decref(hdr);
-    return rc;
-}
-
-static int copy_file(const char *src, const char *dst) {
-    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
-    char b[65536];
-    size_t k;
-    int rc = !in || !out;
-    while (!rc && (k = fread(b, 1, sizeof b, in)) > 0)
-        rc = fwrite(b, 1, k, out) != k;
-    if (in)
-        fclose(in);
-    if (out && fclose(out))
-        rc = 1;
-    return rc;
-}
-
+/* core/model/random_bundle.h's "0.8b" package (heads included, so the engine
+ * and bench/ceiling.sh can load it too), reused when DIR holds it. */
 static int random_bundle(const char *dir, uint64_t seed) {
-    char p[4096], q[4096];
-    snprintf(p, sizeof p, "%s/MODEL_MANIFEST.json", dir);
-    json_t *old = json_load_file(p, 0, NULL);
-    json_t *gen = old ? json_object_get(old, "generator") : NULL;
-    int reuse = gen && json_is_string(json_object_get(gen, "recipe")) &&
-                !strcmp(json_string_value(json_object_get(gen, "recipe")), RECIPE) &&
-                json_integer_value(json_object_get(gen, "seed")) == (json_int_t)seed;
-    json_decref(old);
-    if (reuse)
-        return 0;
-    mkdir(dir, 0755);
     double t0 = now();
-    snprintf(p, sizeof p, "%s/fixtures/tiny-vela/config.json", VW_SOURCE_DIR);
-    json_t *cfg = json_load_file(p, 0, NULL);
-    if (!cfg)
-        return fprintf(stderr, "bench_gpu: cannot read %s\n", p), 1;
-    json_object_set_new(cfg, "backbone_config", backbone_08b());
-    json_object_set_new(cfg, "model_name", json_string("vela-worker/Vela-2.0-random-0.8b-bench"));
-    vw_qwen35_config c;
+    bool reused = false;
     vw_err err = {0};
-    int rc = vw_qwen35_config_parse(json_object_get(cfg, "backbone_config"), &c, &err) != VW_OK;
-    snprintf(q, sizeof q, "%s/config.json", dir);
-    rc = rc || json_dump_file(cfg, q, JSON_INDENT(2) | JSON_SORT_KEYS);
-    json_decref(cfg);
-    const char *copies[] = {"tokenizer.json", "calibration.json"};
-    for (int i = 0; i < 2 && !rc; i++) {
-        snprintf(p, sizeof p, "%s/fixtures/tiny-vela/%s", VW_SOURCE_DIR, copies[i]);
-        snprintf(q, sizeof q, "%s/%s", dir, copies[i]);
-        rc = copy_file(p, q);
-    }
-    snprintf(q, sizeof q, "%s/model.safetensors", dir);
-    rc = rc || write_safetensors(q, &c, seed);
-    const char *files[] = {"config.json", "tokenizer.json", "calibration.json",
-                           "model.safetensors"};
-    json_t *sums = json_object();
-    for (int i = 0; i < 4 && !rc; i++) {
-        char hex[VW_SHA256_HEX];
-        snprintf(q, sizeof q, "%s/%s", dir, files[i]);
-        rc = vw_sha256_file(q, hex, &err) != VW_OK;
-        json_object_set_new(sums, files[i], json_string(hex));
-    }
-    json_t *man = json_pack("{s:o,s:s,s:{s:s,s:s,s:I,s:s}}", "files_sha256", sums, "format",
-                            "vela2-decoder-release/1", "generator", "note",
-                            "random weights for benchmarks; not a trained model", "recipe", RECIPE,
-                            "seed", (json_int_t)seed, "shape", "0.8b");
-    snprintf(q, sizeof q, "%s/MODEL_MANIFEST.json", dir);
-    rc = rc || json_dump_file(man, q, JSON_INDENT(2) | JSON_SORT_KEYS);
-    json_decref(man);
-    if (rc)
-        return fprintf(stderr, "bench_gpu: writing the random bundle in %s failed %s\n", dir,
+    if (vw_random_bundle_write(dir, "0.8b", VW_SOURCE_DIR "/fixtures/tiny-vela", seed, &reused,
+                               &err))
+        return fprintf(stderr, "bench_gpu: writing the random bundle in %s failed: %s\n", dir,
                        err.msg),
                1;
-    printf("{\"event\":\"random_bundle\",\"dir\":\"%s\",\"seed\":%llu,\"seconds\":%.2f}\n", dir,
-           (unsigned long long)seed, now() - t0);
+    printf("{\"event\":\"random_bundle\",\"dir\":\"%s\",\"seed\":%llu,\"reused\":%s,"
+           "\"seconds\":%.2f}\n",
+           dir, (unsigned long long)seed, reused ? "true" : "false", now() - t0);
     fflush(stdout);
     return 0;
 }
@@ -329,27 +143,6 @@ static size_t tree_tokens(const vw_tree *t) {
     for (size_t b = 0; b < t->n_blocks; b++)
         n += t->blocks[b].n_ids;
     return n;
-}
-
-/* Model FLOPs of one tree: 2·N·K per token and projection, plus 4·hd per
- * query-key pair and query head in every attention layer. */
-static double tree_flops(const vw_qwen35_config *c, const vw_tree *t) {
-    const double H = c->hidden, F = c->intermediate, hd = c->head_dim, Hq = c->n_heads;
-    const double kd = (double)vw_qwen35_key_dim(c), vd = (double)vw_qwen35_value_dim(c);
-    const double cd = 2 * kd + vd, gdn = H * (cd + vd + 2.0 * c->lin_v_heads) + vd * H;
-    const double attn = H * (Hq * 2 * hd + 2.0 * c->n_kv_heads * hd) + Hq * hd * H;
-    double per_tok = 0, n_attn = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        per_tok += 2 * (3 * F * H + (c->full_attention[l] ? attn : gdn));
-        n_attn += c->full_attention[l];
-    }
-    const double P = (double)t->n_prefix;
-    double pairs = P * (P + 1) / 2;
-    for (size_t b = 0; b < t->n_blocks; b++) {
-        const double n = (double)t->blocks[b].n_ids;
-        pairs += n * P + n * (n + 1) / 2;
-    }
-    return per_tok * (double)tree_tokens(t) + n_attn * 4 * hd * Hq * pairs;
 }
 
 /* ---- runs --------------------------------------------------------------------- */
@@ -496,7 +289,7 @@ static int batch(const bench *B, const gtree *g, size_t n, double *req_s) {
     size_t nr = 0;
     for (size_t i = 0; t && i < n; i++) {
         t[i] = g[i].t;
-        tok += (double)tree_tokens(&t[i]), flops += tree_flops(B->c, &t[i]);
+        tok += (double)tree_tokens(&t[i]), flops += vw_qwen35_tree_flops(B->c, &t[i]);
         nr += vw_trees_readout_count(&t[i], 1);
     }
     float *rows = t ? malloc(nr * B->gpu->hidden * 4) : NULL;
