@@ -199,9 +199,6 @@ int main(int argc, char **argv) {
                         got[i] = 1;
                         last = now();
                         lat[n_got++] = last - sent[i];
-                        if (getenv("BENCH_CEILING_SLOW") && last - sent[i] > 0.1)
-                            fprintf(stderr, "slow: q%ld %.0f ms (sent at %.3f s)\n", i,
-                                    1e3 * (last - sent[i]), sent[i] - t0);
                     }
                 }
             }

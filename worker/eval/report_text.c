@@ -122,10 +122,15 @@ static void label_rows(vw_sbuf *sb, const vw_eval_labelled *l, int w) {
     }
 }
 
+/* A question in the metric tables: labelled answers or errors to show. */
+static bool shown(const vw_eval_q *q) {
+    return q->n || q->errors;
+}
+
 static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) {
     bool any = false;
     for (size_t i = 0; i < r->questions.ids.n && !any; i++)
-        any = r->questions.q[i]->type == t;
+        any = r->questions.q[i]->type == t && shown(r->questions.q[i]);
     if (!any)
         return;
     const char *title = t == VW_QT_UNKNOWN ? "untyped" : vw_qtype_name(t);
@@ -142,7 +147,7 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
     }
     for (size_t i = 0; i < r->questions.ids.n; i++) {
         const vw_eval_q *q = r->questions.q[i];
-        if (q->type != t)
+        if (q->type != t || !shown(q))
             continue;
         name(sb, q->qid, w);
         count(sb, q->n);
@@ -206,6 +211,28 @@ static void answered_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
     }
 }
 
+/* The questions left out of the tables (nothing labelled, no error), on one
+ * line cut at 100 columns. */
+static void unlabelled_line(vw_sbuf *sb, const vw_eval_report *r) {
+    size_t n = 0, start = sb->len + 1; /* after the blank line */
+    bool cut = false;
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if (shown(q))
+            continue;
+        if (!n++)
+            vw_sbuf_puts(sb, "\nno labelled answer:");
+        if (!cut && sb->len - start + strlen(q->qid) + 1 <= 80)
+            vw_sbuf_printf(sb, " %s", q->qid);
+        else if (!cut) {
+            vw_sbuf_puts(sb, " ...");
+            cut = true;
+        }
+    }
+    if (n)
+        vw_sbuf_printf(sb, " (%zu questions)\n", n);
+}
+
 vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
     int w = qid_width(r);
     records(sb, r);
@@ -213,6 +240,7 @@ vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
         for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
             type_table(sb, r, (vw_qtype)t, w);
         type_table(sb, r, VW_QT_UNKNOWN, w);
+        unlabelled_line(sb, r);
     } else
         answered_table(sb, r, w);
     if (r->has_baseline)
