@@ -426,7 +426,7 @@ def span_metrics(pairs):
     op, orc, of = prf(ci, cp - ci, cg - ci)
     out = {"precision": p, "recall": r, "f1": f, "overlap_precision": op,
            "overlap_recall": orc, "overlap_f1": of, "per_label": {}}
-    for lab, (a, b, c) in per.items():
+    for lab, (a, b, c) in sorted(per.items()):
         x, y, z = prf(a, b, c)
         out["per_label"][lab] = {"precision": x, "recall": y, "f1": z, "support": a + c}
     return out
@@ -557,18 +557,15 @@ def expected(res, base, labs):
 
 DEMO = [
     {"request_id": "blog_quickstart", "labels": {
-        "route": "email", "pii": [{"start": 6, "end": 15, "label": "PERSON"},
-                                  {"start": 19, "end": 40, "label": "EMAIL_ADDRESS"}]}},
-    {"request_id": "blog_try_it", "labels": {"halu": [], "domain": "health"}},
-    {"request_id": "cjk_spans", "labels": {"lang": "zh"}},
+        "pii": [{"start": 6, "end": 15, "label": "PERSON"},
+                {"start": 19, "end": 40, "label": "EMAIL_ADDRESS"}]}},
+    {"request_id": "blog_try_it", "labels": {"domain": "health"}},
     {"request_id": "every_type", "labels": {
-        "intent": "refund", "angry": True, "sev": 2, "tags": ["refund"], "rel": 0,
+        "intent": "refund", "angry": True, "sev": 2, "tags": ["refund"],
         "claims": [{"start": 19, "end": 33, "label": "Hallucinated"}]}},
     {"request_id": "golden_8_1", "labels": {
         "domain": "health", "jailbreak": False, "urgency": 1, "topics": ["medication"]}},
-    {"request_id": "long_document_windows", "labels": {"topic": "medical"}},
-    {"request_id": "mixed_invalid_questions", "labels": {"ok": "a", "s.a": True}},
-    {"request_id": "structured_state", "labels": {"tool": True, "kinds": ["booking"]}},
+    {"request_id": "structured_state", "labels": {"tool": True}},
 ]
 
 

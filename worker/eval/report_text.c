@@ -122,9 +122,9 @@ static void label_rows(vw_sbuf *sb, const vw_eval_labelled *l, int w) {
     }
 }
 
-/* A question in the metric tables: labelled answers or errors to show. */
+/* A question in the metric tables: one with labelled answers. */
 static bool shown(const vw_eval_q *q) {
-    return q->n || q->errors;
+    return q->n > 0;
 }
 
 static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) {
@@ -133,7 +133,7 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
         any = r->questions.q[i]->type == t && shown(r->questions.q[i]);
     if (!any)
         return;
-    const char *title = t == VW_QT_UNKNOWN ? "untyped" : vw_qtype_name(t);
+    const char *title = vw_qtype_name(t);
     vw_sbuf_puts(sb, "\n");
     name(sb, title, w);
     vw_sbuf_printf(sb, " %9s %9s", "n", "errors");
@@ -211,26 +211,38 @@ static void answered_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
     }
 }
 
-/* The questions left out of the tables (nothing labelled, no error), on one
- * line cut at 100 columns. */
-static void unlabelled_line(vw_sbuf *sb, const vw_eval_report *r) {
-    size_t n = 0, start = sb->len + 1; /* after the blank line */
+/* One line of the questions a filter picks, "label: a b c (N questions)",
+ * cut at 80 columns. */
+static void qid_line(vw_sbuf *sb, const vw_eval_report *r, const char *label,
+                     bool (*pick)(const vw_eval_q *), bool errors) {
+    size_t n = 0, start = sb->len;
     bool cut = false;
     for (size_t i = 0; i < r->questions.ids.n; i++) {
         const vw_eval_q *q = r->questions.q[i];
-        if (shown(q))
+        if (!pick(q))
             continue;
         if (!n++)
-            vw_sbuf_puts(sb, "\nno labelled answer:");
-        if (!cut && sb->len - start + strlen(q->qid) + 1 <= 80)
-            vw_sbuf_printf(sb, " %s", q->qid);
+            vw_sbuf_puts(sb, label);
+        char item[96];
+        snprintf(item, sizeof item, errors ? " %.60s:%llu" : " %.60s", q->qid,
+                 (unsigned long long)q->errors);
+        if (!cut && sb->len - start + strlen(item) <= 80)
+            vw_sbuf_puts(sb, item);
         else if (!cut) {
             vw_sbuf_puts(sb, " ...");
             cut = true;
         }
     }
     if (n)
-        vw_sbuf_printf(sb, " (%zu questions)\n", n);
+        vw_sbuf_printf(sb, " (%zu)\n", n);
+}
+
+static bool unlabelled(const vw_eval_q *q) {
+    return !q->n;
+}
+
+static bool unlabelled_errors(const vw_eval_q *q) {
+    return !q->n && q->errors;
 }
 
 vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
@@ -239,8 +251,9 @@ vw_status vw_eval_write_text(const vw_eval_report *r, vw_sbuf *sb) {
     if (r->has_labels) {
         for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
             type_table(sb, r, (vw_qtype)t, w);
-        type_table(sb, r, VW_QT_UNKNOWN, w);
-        unlabelled_line(sb, r);
+        vw_sbuf_puts(sb, "\n");
+        qid_line(sb, r, "no labelled answer:", unlabelled, false);
+        qid_line(sb, r, "errors among them:", unlabelled_errors, true);
     } else
         answered_table(sb, r, w);
     if (r->has_baseline)
