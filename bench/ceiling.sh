@@ -111,8 +111,10 @@ EOF
     2>"$work/worker-$2.log" &
   wpid=$!
   pids+=("$wpid")
-  for _ in $(seq 300); do
+  # Up to 120 s: a device loads and uploads the 0.8B bundle first.
+  for _ in $(seq 1200); do
     [[ $(metric "$2" vela_worker_ready 2>/dev/null) == 1 ]] && return 0
+    kill -0 "$wpid" 2>/dev/null || break
     sleep 0.1
   done
   echo "ceiling: the worker did not become ready; log:" >&2
