@@ -54,8 +54,8 @@ typedef struct vw_config {
     } topics;
     struct {
         char *bundle;    /* bundle directory */
-        char *device;    /* auto | cpu | cuda | test-echo (test only, see docs/worker.md) */
-        char *precision; /* auto | fp32 | bf16 | fp16 */
+        char *device;    /* auto | cpu | cuda | cuda:N | test-echo (tests; docs/worker.md) */
+        char *precision; /* auto (bf16x2 on CUDA) | fp32 | bf16 | bf16x2 */
     } model;
     struct {
         int64_t max_tokens;   /* token budget of one micro-batch */
