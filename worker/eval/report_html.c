@@ -359,6 +359,11 @@ vw_status vw_eval_write_html(const vw_eval_report *r, vw_sbuf *sb) {
         esc(sb, r->labels.path);
         vw_sbuf_puts(sb, "</code>");
     }
+    if (r->has_baseline) {
+        vw_sbuf_puts(sb, ", baseline <code>");
+        esc(sb, r->baseline.path);
+        vw_sbuf_puts(sb, "</code>");
+    }
     vw_sbuf_printf(sb, "; %.2f s.</p>", r->seconds);
     records(sb, r);
     for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)

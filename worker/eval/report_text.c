@@ -20,13 +20,18 @@ static void count(vw_sbuf *sb, uint64_t v) {
     vw_sbuf_printf(sb, " %9llu", (unsigned long long)v);
 }
 
-/* A name cut to width w (bytes; ids are mostly ASCII) and padded. */
+/* A name cut to width w and padded. Widths count bytes (ids are mostly
+ * ASCII); a cut never splits a UTF-8 sequence. */
 static void name(vw_sbuf *sb, const char *s, int w) {
     int n = (int)strlen(s);
-    if (n > w)
-        vw_sbuf_printf(sb, "%.*s~", w - 1, s);
-    else
+    if (n <= w) {
         vw_sbuf_printf(sb, "%-*s", w, s);
+        return;
+    }
+    int k = w - 1;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--; /* s[k] starts a character: keep the bytes before it */
+    vw_sbuf_printf(sb, "%.*s~%*s", k, s, w - 1 - k, "");
 }
 
 static int qid_width(const vw_eval_report *r) {

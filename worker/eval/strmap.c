@@ -1,6 +1,6 @@
 /* strmap.c — open addressing (linear probing) over dense indices, keys in an
- * arena of 1 MiB blocks. Owns only the map's memory; knows nothing of what
- * the keys mean. */
+ * arena of blocks growing from 1 KiB to 1 MiB (most maps are small: labels,
+ * statuses). Owns only the map's memory; knows nothing of what the keys mean. */
 #include "strmap.h"
 
 #include <stdlib.h>
@@ -95,7 +95,9 @@ static vw_status grow_keys(vw_strmap *m, vw_err *err) {
 static char *arena_copy(vw_strmap *m, const char *s, size_t len) {
     vw_strmap_block *b = m->blocks;
     if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > BLOCK_BYTES ? len + 1 : BLOCK_BYTES;
+        size_t cap = b ? (b->cap * 2 > BLOCK_BYTES ? BLOCK_BYTES : b->cap * 2) : 1024;
+        if (cap < len + 1)
+            cap = len + 1;
         b = malloc(sizeof *b + cap);
         if (!b)
             return NULL;
