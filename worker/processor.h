@@ -92,7 +92,7 @@ typedef struct vw_result {
 typedef struct vw_admission {
     bool finished;    /* true: result is the answer (e.g. a 422); no batch needed */
     vw_result result; /* when finished */
-    void *item;       /* when !finished: the processor's item for run_batch */
+    void *item;       /* when !finished: the processor's item for its batches */
     int64_t tokens;   /* its cost against batching.max_tokens (>= 0) */
 } vw_admission;
 

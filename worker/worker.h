@@ -5,11 +5,11 @@
  * Threads: the caller of vw_worker_run/vw_worker_replay becomes the Kafka
  * thread: it alone polls the consumer and the producer, so the rebalance,
  * commit, delivery-report and error callbacks run on it, and it alone owns the
- * offset tracker and the batcher. An executor thread started by the worker runs
- * the processor's run_batch on closed micro-batches; the two meet in two bounded
- * queues. Backpressure stops taking records (polling continues; librdkafka's
- * fetch queue bounds stop the fetcher) while limits.max_in_flight records are
- * unacknowledged; a rejoin of the group holds intake the same way.
+ * offset tracker and the batcher, and prepares closed micro-batches. An
+ * executor thread runs the processor's execute (the device call) on them and
+ * processing.threads threads its finish; they meet in bounded queues. Backpressure stops taking
+ * records (polling continues; librdkafka's fetch queue bounds stop the fetcher) while
+ * limits.max_in_flight records are unacknowledged; a rejoin of the group holds intake the same way.
  *
  * Ownership: cfg, log, proc and metrics are borrowed and must outlive the
  * worker. Errors: VW_EKAFKA for client failures (and a fatal librdkafka error

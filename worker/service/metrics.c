@@ -57,7 +57,7 @@ static const hist_def hist_defs[VW_H_COUNT] = {
      14,
      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
     {"exec_seconds",
-     "Processor time per micro-batch.",
+     "Execute (device call) time per micro-batch.",
      1e6,
      14,
      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
