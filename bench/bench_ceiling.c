@@ -23,6 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/file.h"
+
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -32,21 +34,6 @@ static double now(void) {
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)(n > 0 ? n : 0) + 1);
-    *len = b ? fread(b, 1, (size_t)(n > 0 ? n : 0), f) : 0;
-    if (b)
-        b[*len] = 0;
-    fclose(f);
-    return b;
 }
 
 static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const char *group) {
@@ -116,7 +103,7 @@ int main(int argc, char **argv) {
             warmup = atol(argv[i + 1]);
     }
     size_t len = 0;
-    char *text = path ? slurp(path, &len) : NULL;
+    char *text = path ? vw_read_file(path, &len) : NULL;
     if (!bootstrap || !text || count < 1) {
         fprintf(stderr, "usage: bench_ceiling --bootstrap B --requests FILE.jsonl --count N "
                         "[--rate R] [--topic T] [--results T] [--timeout-s S] [--label L]\n");

@@ -14,28 +14,12 @@
 #include "render/plan.h"
 #include "render/render.h"
 #include "tokenizer/tokenizer.h"
+#include "util/file.h"
 
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *len = b ? (size_t)n : 0;
-    return b;
 }
 
 int main(int argc, char **argv) {
@@ -46,7 +30,7 @@ int main(int argc, char **argv) {
     vw_admit_cfg *cfg = NULL;
     vw_renderer *r = NULL;
     size_t len = 0;
-    char *body = slurp(req_path, &len);
+    char *body = vw_read_file(req_path, &len);
     int rc = 1;
     if (!body) {
         fprintf(stderr, "bench_plan: cannot read %s\n", req_path);

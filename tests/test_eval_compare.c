@@ -13,22 +13,7 @@
 
 #include "eval/compare.h"
 #include "eval/eval.h"
-
-/* Writes lines (JSON written with ' for ") to dir/name, one per line;
- * returns the path (caller frees). */
-static char *write_file(const char *dir, const char *name, const char *const *lines) {
-    char *path = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    for (; *lines; lines++) {
-        for (const char *c = *lines; *c; c++)
-            fputc(*c == '\'' ? '"' : *c, f);
-        fputc('\n', f);
-    }
-    fclose(f);
-    return path;
-}
+#include "vw_test.h"
 
 /* clang-format off */
 static const char *const A[] = {
@@ -98,8 +83,8 @@ typedef struct ab {
 static void run(ab *x, size_t top) {
     strcpy(x->dir, "/tmp/vw-eval-cmp-XXXXXX");
     cr_assert(mkdtemp(x->dir));
-    x->a = write_file(x->dir, "a.jsonl", A);
-    x->b = write_file(x->dir, "b.jsonl", B);
+    x->a = vw_test_write_lines(x->dir, "a.jsonl", A);
+    x->b = vw_test_write_lines(x->dir, "b.jsonl", B);
     vw_eval_opts o = {.results = x->a, .baseline = x->b, .top = top};
     vw_err err = {0};
     cr_assert_eq(vw_eval_run(&o, &x->r, &err), VW_OK, "%s", err.msg);

@@ -16,22 +16,6 @@
 #include "eval/report_text.h"
 #include "vw_test.h"
 
-/* Writes lines (JSON written with ' for ") to dir/name; "" is an empty line.
- * Returns the path (caller frees). */
-static char *write_file(const char *dir, const char *name, const char *const *lines) {
-    char *path = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    for (; *lines; lines++) {
-        for (const char *c = *lines; *c; c++)
-            fputc(*c == '\'' ? '"' : *c, f);
-        fputc('\n', f);
-    }
-    fclose(f);
-    return path;
-}
-
 /* clang-format off */
 static const char *const RESULTS[] = {
     /* 1 */ "{'request_id':'r1','vela_status':200,'value':{'answers':{"
@@ -79,8 +63,8 @@ typedef struct files {
 static void make(files *f) {
     strcpy(f->dir, "/tmp/vw-eval-in-XXXXXX");
     cr_assert(mkdtemp(f->dir));
-    f->results = write_file(f->dir, "r.jsonl", RESULTS);
-    f->labels = write_file(f->dir, "l.jsonl", LABELS);
+    f->results = vw_test_write_lines(f->dir, "r.jsonl", RESULTS);
+    f->labels = vw_test_write_lines(f->dir, "l.jsonl", LABELS);
 }
 
 static void clean(files *f) {
@@ -164,7 +148,7 @@ Test(eval_input, empty_results_give_an_empty_report) {
     files f;
     const char *const none[] = {NULL};
     make(&f);
-    char *empty = write_file(f.dir, "e.jsonl", none);
+    char *empty = vw_test_write_lines(f.dir, "e.jsonl", none);
     vw_eval_opts o = {.results = empty, .labels = f.labels};
     vw_eval_report *r = NULL;
     cr_assert_eq(vw_eval_run(&o, &r, NULL), VW_OK);

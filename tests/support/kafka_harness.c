@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/file.h"
+
 extern char **environ;
 
 int64_t vw_kh_now_ms(void) {
@@ -143,23 +145,8 @@ int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env
     return spawn(name, args, extra_env, -1, p);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)(n < 0 ? 0 : n) + 1);
-    size_t got = buf ? fread(buf, 1, (size_t)(n < 0 ? 0 : n), f) : 0;
-    if (buf)
-        buf[got] = 0;
-    fclose(f);
-    return buf;
-}
-
 int vw_kh_count_log(const vw_kh_proc *p, const char *needle) {
-    char *log = slurp(p->log_path);
+    char *log = vw_read_file(p->log_path, NULL);
     int n = 0;
     for (const char *s = log; s && (s = strstr(s, needle)); s += strlen(needle))
         n++;
@@ -192,7 +179,7 @@ int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms) {
  * each key once (docs/worker.md "Logs"); other stderr lines (a crash point's
  * abort, replay progress) do not start with '{' and are not log events. */
 static void check_log_lines(const vw_kh_proc *p) {
-    char *log = slurp(p->log_path);
+    char *log = vw_read_file(p->log_path, NULL);
     int lines = 0, bad = 0;
     char first[240] = "";
     for (char *s = log, *nl; s && *s; s = nl ? nl + 1 : s + strlen(s)) {
@@ -246,7 +233,7 @@ int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms) {
 }
 
 void vw_kh_dump_log(const vw_kh_proc *p) {
-    char *log = slurp(p->log_path);
+    char *log = vw_read_file(p->log_path, NULL);
     if (!log)
         return;
     size_t n = strlen(log);
@@ -291,7 +278,7 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
     b->control_fd = fds[1];
     int64_t end = vw_kh_now_ms() + 10000;
     while (vw_kh_now_ms() < end) {
-        char *out = slurp(p.out_path);
+        char *out = vw_read_file(p.out_path, NULL);
         char *nl = out ? strchr(out, '\n') : NULL;
         if (nl) {
             *nl = 0;
@@ -632,7 +619,7 @@ char *vw_kh_http_get(int port, const char *path, int *code) {
 int vw_kh_metrics_port(const vw_kh_proc *p, int timeout_ms) {
     if (vw_kh_wait_log(p, "\"msg\":\"metrics listening\"", timeout_ms))
         return -1;
-    char *log = slurp(p->log_path);
+    char *log = vw_read_file(p->log_path, NULL);
     const char *s = log ? strstr(log, "\"msg\":\"metrics listening\",\"port\":") : NULL;
     int port = s ? atoi(s + strlen("\"msg\":\"metrics listening\",\"port\":")) : -1;
     free(log);

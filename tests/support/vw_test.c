@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/file.h"
+
 char *vw_test_path(const char *rel) {
     size_t n = strlen(VW_SOURCE_DIR) + strlen(rel) + 2;
     char *p = malloc(n);
@@ -14,30 +16,22 @@ char *vw_test_path(const char *rel) {
 }
 
 char *vw_test_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = (n + 65536 + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t r = fread(buf + n, 1, 65536, f);
-        n += r;
-        if (r == 0)
-            break;
+    return vw_read_file(path, len);
+}
+
+char *vw_test_write_lines(const char *dir, const char *name, const char *const *lines) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *path = malloc(n);
+    FILE *f = path ? (snprintf(path, n, "%s/%s", dir, name), fopen(path, "w")) : NULL;
+    if (!f) {
+        fprintf(stderr, "vw_test_write_lines: cannot write %s/%s\n", dir, name);
+        abort();
+    }
+    for (; *lines; lines++) {
+        for (const char *c = *lines; *c; c++)
+            fputc(*c == '\'' ? '"' : *c, f);
+        fputc('\n', f);
     }
     fclose(f);
-    buf[n] = 0;
-    if (len)
-        *len = n;
-    return buf;
+    return path;
 }

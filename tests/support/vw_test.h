@@ -12,4 +12,9 @@ char *vw_test_path(const char *rel);
  * its length in *len, or NULL when it cannot be read. */
 char *vw_test_read_file(const char *path, size_t *len);
 
+/* Writes lines to dir/name, one per line, each ' written as " (so JSON can be
+ * written in C strings without escapes); "" makes an empty line. Returns the
+ * path (caller frees); aborts when the file cannot be written. */
+char *vw_test_write_lines(const char *dir, const char *name, const char *const *lines);
+
 #endif
