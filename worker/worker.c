@@ -72,8 +72,8 @@ static void check_broker(struct vw_worker *w, int64_t now) {
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
- * (admission and plan are counted inside intake by flow.c: intake is the
- * rest of polling). */
+ * (admission and plan are timed per record inside intake by flow.c, on the
+ * monotonic clock: intake is the rest of polling). */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
