@@ -44,8 +44,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("{\"event\":\"bundle\",\"dir\":\"%s\",\"shape\":\"%s\",\"reused\":%s,\"seconds\":%.2f}\n",
-           out, shape, reused ? "true" : "false",
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    printf(
+        "{\"event\":\"bundle\",\"dir\":\"%s\",\"shape\":\"%s\",\"reused\":%s,\"seconds\":%.2f}\n",
+        out, shape, reused ? "true" : "false",
+        (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     return 0;
 }
