@@ -803,10 +803,10 @@ void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_e
         free(answers);
         free(answered);
         free_plan_z(z[i], nq);
+        z[i] = NULL;
     }
-    for (size_t i = 0; i < b->n; i++)
-        if (b->st[i] != VW_OK && z[i])
-            free_plan_z(z[i], b->plans[i]->req->n);
+    for (size_t i = 0; i < b->n; i++) /* plans that failed before their answers */
+        free_plan_z(z[i], b->plans[i]->req->n);
     free(z);
     if (t) {
         double t2 = thread_s();
