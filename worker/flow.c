@@ -79,6 +79,7 @@ static struct vw_flight *prepare(struct vw_worker *w, vw_batch *b) {
 void *vw_executor_main(void *arg) {
     struct vw_worker *w = arg;
     for (struct vw_flight *f; (f = vw_queue_pop(w->to_exec));) {
+        wake(w); /* room in to_exec: the Kafka thread may dispatch the next batch */
         int64_t start_ms = vw_now_ms();
         for (size_t i = 0; i < f->batch->n; i++)
             vw_metrics_observe(w->metrics, VW_H_QUEUE_DELAY,
@@ -261,13 +262,12 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     vw_json_doc *doc = NULL;
     /* Per record: the monotonic clock (vDSO, ~25 ns), not the thread CPU
      * clock (a system call, ~550 ns here: three per record doubled the
-     * rejection path's cost). Admission and plan never block, so on this
-     * thread their wall time is their CPU time but for preemption. */
+     * rejection path's cost); turn() shares the intake's CPU time out by
+     * these wall times. */
     double c0 = vw_now_s();
     vw_item *it = new_item(w, m, epoch, &doc);
     double c1 = vw_now_s();
-    vw_metrics_stage(w->metrics, VW_S_ADMISSION, c1 - c0);
-    w->admit_cpu_s += c1 - c0;
+    w->admission_s += c1 - c0;
     if (!it) {
         /* Out of memory: the tracked offset stays PENDING, so nothing past it
          * is committed; the worker stops (exit 1) rather than hold the
@@ -280,9 +280,7 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     if (it->kind == VW_RESULT_RECORD && !it->out_value)
         admit(w, it, doc);
     vw_json_free(doc);
-    double c2 = vw_now_s();
-    vw_metrics_stage(w->metrics, VW_S_PLAN, c2 - c1);
-    w->admit_cpu_s += c2 - c1;
+    w->plan_s += vw_now_s() - c1;
     if (it->proc_item) {
         if (vw_batcher_push(w->batcher, it, it->tokens, w->turn_ms, &err) == VW_OK)
             return;
@@ -335,7 +333,7 @@ static void collect_item(struct vw_worker *w, vw_item *it) {
 
 void vw_worker_collect(struct vw_worker *w) {
     for (struct vw_flight *f; (f = vw_queue_try_pop(w->from_exec));) {
-        w->exec_items -= f->batch->n;
+        w->n_flights--;
         for (size_t i = 0; i < f->batch->n; i++)
             collect_item(w, f->batch->items[i]);
         vw_batch_free(f->batch, NULL);
@@ -353,12 +351,16 @@ void vw_worker_requeue_due(struct vw_worker *w, int64_t now) {
     w->n_retry = kept;
 }
 
-/* Hands closed batches to the executor while its queue has room. */
+bool vw_worker_can_dispatch(const struct vw_worker *w) {
+    return vw_queue_len(w->to_exec) < EXEC_QUEUE && w->n_flights < w->max_flights;
+}
+
+/* Hands closed batches to the executor while it can take them. */
 void vw_worker_dispatch(struct vw_worker *w, int64_t now) {
     /* Only this thread adds to to_exec: while it has room, a push succeeds, so
      * a batch is prepared only when it can be queued at once (a held batch
      * stays unprepared: a revoke may still take items out of it). */
-    while (vw_queue_len(w->to_exec) < EXEC_QUEUE) {
+    while (vw_worker_can_dispatch(w)) {
         if (!w->held && !vw_batcher_take(w->batcher, now, &w->held))
             return;
         double c0 = vw_thread_cpu_s();
@@ -375,7 +377,7 @@ void vw_worker_dispatch(struct vw_worker *w, int64_t now) {
             return;
         }
         w->held = NULL;
-        w->exec_items += n;
+        w->n_flights++;
         vw_metrics_inc(w->metrics, VW_M_BATCHES, 1);
         vw_metrics_observe(w->metrics, VW_H_BATCH_SIZE, (double)n);
         vw_metrics_observe(w->metrics, VW_H_BATCH_TOKENS, (double)tokens);
@@ -421,7 +423,7 @@ void vw_worker_drop_partition(struct vw_worker *w, int32_t partition) {
 static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
     if (w->producer_dead)
         return false; /* nothing more will be acknowledged: queued results were purged */
-    if (w->exec_items)
+    if (w->n_flights)
         return true;
     for (int i = 0; i < parts->cnt; i++)
         if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))

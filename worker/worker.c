@@ -24,7 +24,7 @@ enum { IDLE_POLL_MS = 100 };
 
 static int timeout_ms(struct vw_worker *w, int64_t now) {
     int64_t t = IDLE_POLL_MS, d = vw_batcher_deadline(w->batcher);
-    if (!w->held && d - now < t)
+    if (!w->held && vw_worker_can_dispatch(w) && d - now < t)
         t = d - now;
     for (size_t i = 0; i < w->n_retry; i++)
         if (w->retry[i]->due_ms - now < t)
@@ -72,8 +72,8 @@ static void check_broker(struct vw_worker *w, int64_t now) {
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
- * (admission and plan are timed per record inside intake by flow.c, on the
- * monotonic clock: intake is the rest of polling). */
+ * (intake's CPU time is shared out between admission, plan and the rest of
+ * polling by the wall times flow.c sums per record). */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
@@ -82,11 +82,14 @@ static void turn(struct vw_worker *w, int wait) {
      * already waiting while intake was stopped. */
     double c0 = vw_thread_cpu_s();
     vw_producer_poll(w, 0);
-    double c1 = vw_thread_cpu_s();
-    w->admit_cpu_s = 0;
+    double c1 = vw_thread_cpu_s(), m1 = vw_now_s();
+    w->admission_s = w->plan_s = 0;
     w->more = vw_consumer_poll(w);
-    double c2 = vw_thread_cpu_s();
-    vw_metrics_stage(w->metrics, VW_S_INTAKE, c2 - c1 - w->admit_cpu_s);
+    double c2 = vw_thread_cpu_s(), wall = vw_now_s() - m1;
+    double cpu = c2 - c1, share = wall > 0 ? cpu / wall : 0;
+    vw_metrics_stage(w->metrics, VW_S_ADMISSION, w->admission_s * share);
+    vw_metrics_stage(w->metrics, VW_S_PLAN, w->plan_s * share);
+    vw_metrics_stage(w->metrics, VW_S_INTAKE, cpu - (w->admission_s + w->plan_s) * share);
     vw_worker_collect(w);
     int64_t now = vw_now_ms();
     vw_worker_requeue_due(w, now);
@@ -116,7 +119,7 @@ void vw_worker_step(struct vw_worker *w) {
 
 bool vw_worker_idle(struct vw_worker *w) {
     return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->held && !w->n_retry &&
-           !w->n_redo && !vw_batcher_pending(w->batcher) && !w->exec_items;
+           !w->n_redo && !vw_batcher_pending(w->batcher) && !w->n_flights;
 }
 
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
@@ -203,7 +206,8 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     /* Room for every flight that can be past prepare at once (queued for and
      * in the executor, queued for and in processing), so a processing thread
      * never blocks on it and stop() can join them before collecting. */
-    w->from_exec = vw_queue_new(EXEC_QUEUE + 1 + 2 * w->n_pool);
+    w->max_flights = EXEC_QUEUE + 1 + 2 * w->n_pool;
+    w->from_exec = vw_queue_new(w->max_flights);
     if (!w->tracker || !w->batcher || !w->pool || !w->to_exec || !w->to_finish || !w->from_exec) {
         vw_worker_free(w);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");

@@ -2,9 +2,10 @@
  * header). The units, each on the Kafka thread unless said otherwise:
  *   worker.c    lifecycle and the loop (turn: deliveries, intake, results,
  *               dispatch, produce, commit);
- *   flow.c      the way of a record: admission into an item, micro-batches to
- *               the executor thread (the one other thread) and back, retries,
- *               a revoked partition's work dropped or settled;
+ *   flow.c      the way of a record: admission into an item, micro-batches
+ *               prepared here, executed on the executor thread, finished on
+ *               the processing threads and collected back, retries, a revoked
+ *               partition's work dropped or settled;
  *   consumer.c  intake, commits, rebalances (its own state: struct vw_consumer);
  *   producer.c  results, dead letters, delivery reports;
  *   replay.c    the replay loop; kafka_conf.c, item.c: shared helpers.
@@ -12,9 +13,11 @@
  * worker < replay (scripts/check-deps).
  *
  * Threads: the Kafka thread (vw_worker_run's caller) owns everything here
- * except the executor thread's side of to_exec/from_exec and the items of the
- * batch it is running; metrics are atomic; the wake pipe is written by
- * librdkafka (queue I/O events) and the executor, read by the Kafka thread.
+ * except the queues' other ends and the flights (batches and their items)
+ * between dispatch and collect, which the executor thread and the processing
+ * threads hold in turn; metrics are atomic; the wake pipe is written by
+ * librdkafka (queue I/O events), the executor thread (room in to_exec) and
+ * the processing threads (a finished flight), read by the Kafka thread.
  */
 #ifndef VW_WORKER_IMPL_H
 #define VW_WORKER_IMPL_H
@@ -60,24 +63,27 @@ struct vw_worker {
     int wake[2];              /* non-blocking pipe */
     vw_offsets *tracker;
     vw_batcher *batcher;
-    vw_batch *held; /* a closed batch the executor queue had no room for */
+    vw_batch *held; /* a closed batch whose prepare ran out of memory: tried again */
     vw_queue *to_exec, *to_finish, *from_exec; /* flights (flow.c) */
     pthread_t exec_thread;
     bool exec_started;
     pthread_t *pool; /* processing threads (finish), n_pool of them */
     size_t n_pool, pool_started;
-    size_t exec_items; /* items handed to the executor and not yet back */
-    vw_item **retry;   /* RETRY items waiting for their backoff */
+    size_t n_flights;   /* flights dispatched and not yet collected */
+    size_t max_flights; /* from_exec's capacity: more in flight could block a
+                           processing thread on it (vw_worker_can_dispatch) */
+    vw_item **retry;    /* RETRY items waiting for their backoff */
     size_t n_retry, cap_retry;
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool stopping;
-    bool fatal;         /* stop, exit 1, commit nothing past what was delivered */
-    bool producer_dead; /* the producer can deliver nothing more (implies fatal) */
-    bool more;          /* the last turn left work queued: do not sleep */
-    int64_t turn_ms;    /* vw_now_ms() at the start of this turn (admission times) */
-    double admit_cpu_s; /* this turn's CPU time in admission and plan (stage metrics) */
-    vw_sbuf scratch;    /* rejection values are written here before their item exists */
+    bool fatal;                 /* stop, exit 1, commit nothing past what was delivered */
+    bool producer_dead;         /* the producer can deliver nothing more (implies fatal) */
+    bool more;                  /* the last turn left work queued: do not sleep */
+    int64_t turn_ms;            /* vw_now_ms() at the start of this turn (admission times) */
+    double admission_s, plan_s; /* this turn's wall time in admission and plan (stage
+                                   metrics: turn() shares the intake's CPU out by them) */
+    vw_sbuf scratch;            /* rejection values are written here before their item exists */
     int64_t next_commit_ms;
     int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
@@ -117,6 +123,11 @@ void vw_worker_collect(struct vw_worker *w);
 void vw_worker_requeue_due(struct vw_worker *w, int64_t now);
 /* Hands closed batches to the executor while its queue has room. */
 void vw_worker_dispatch(struct vw_worker *w, int64_t now);
+/* Whether dispatch could hand over a batch now: the executor queue has room
+ * and the flights in flight stay within from_exec's capacity. While it cannot,
+ * the batcher's deadline does not shorten the loop's sleep (the executor and
+ * the processing threads wake the loop when that changes). */
+bool vw_worker_can_dispatch(const struct vw_worker *w);
 /* Drops batched/retrying items of a partition (revoke). */
 void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
 /* The revoke drain: collects results, produces what is ready and serves

@@ -56,7 +56,8 @@ typedef enum vw_histogram {
  * batcher and each batch's prepare step), produce (results, delivery reports)
  * and commit; the executor thread's execute (its CPU, not the device's time);
  * the processing threads' heads, answers and envelope. Thread CPU time, so a
- * stage waiting on a lock or the device costs nothing here. */
+ * stage waiting on a lock or the device costs nothing here (admission and plan:
+ * their share of the intake's CPU time by per-record wall time, worker.c). */
 typedef enum vw_stage {
     VW_S_INTAKE = 0,
     VW_S_ADMISSION,
