@@ -38,9 +38,9 @@ static void need_tansu(bool on_old) {
                             : "cannot read Tansu: old_librdkafka_fails_clearly runs instead");
 }
 
-static void start(vw_kh_broker *b, const char *group, char *cfg, size_t cap) {
+static void start(vw_kh_broker *b, const char *group, const char *extra, char *cfg, size_t cap) {
     cr_assert_eq(vw_kh_tansu_start(TOPICS, b), 0);
-    cr_assert_eq(vw_kh_write_config(b, group, NULL, cfg, cap), 0);
+    cr_assert_eq(vw_kh_write_config(b, group, extra, cfg, cap), 0);
 }
 
 /* Waits until the group's committed offsets reach end[] (the produced
@@ -74,7 +74,7 @@ Test(kafka_tansu, old_librdkafka_fails_clearly) {
     vw_kh_broker b;
     vw_kh_proc w;
     char cfg[256];
-    start(&b, "tansu-old", cfg, sizeof cfg);
+    start(&b, "tansu-old", NULL, cfg, sizeof cfg);
     char *env[] = {"VELA_DELIVERY_START_TIMEOUT_MS=3000", NULL};
     int64_t t0 = vw_kh_now_ms();
     cr_assert_eq(vw_kh_worker_start("worker", cfg, env, &w), 0);
@@ -97,7 +97,7 @@ Test(kafka_tansu, worker_end_to_end) {
     vw_kh_broker b;
     vw_kh_proc w;
     char cfg[256];
-    start(&b, "tansu-e2e", cfg, sizeof cfg);
+    start(&b, "tansu-e2e", NULL, cfg, sizeof cfg);
     cr_assert_eq(vw_kh_worker_start("worker", cfg, NULL, &w), 0);
     enum { N = 200, BAD = 20 };
     cr_assert_eq(vw_rel_produce(b.bootstrap, 0, N, PARTS, "r", VW_REL_ECHO_VALUE), 0);
@@ -158,7 +158,7 @@ Test(kafka_tansu, two_workers_share_partitions) {
     vw_kh_broker b;
     vw_kh_proc a, c;
     char cfg[256];
-    start(&b, "tansu-two", cfg, sizeof cfg);
+    start(&b, "tansu-two", "limits: {max_in_flight: 64}\n", cfg, sizeof cfg);
     char *env[] = {"VW_TEST_ECHO_DELAY_MS=20", NULL};
     cr_assert_eq(vw_kh_worker_start("worker-a", cfg, env, &a), 0);
     cr_assert_eq(vw_kh_worker_start("worker-b", cfg, env, &c), 0);
@@ -178,9 +178,9 @@ Test(kafka_tansu, two_workers_share_partitions) {
     cr_assert_eq(r.missing, 0);
     cr_assert_eq(r.order_errors, 0);
     /* A rebalance while records flow answers at most the in-flight work again
-     * (limits.max_in_flight 1024 by default: far above what one rebalance
-     * replays here). */
-    cr_assert_leq(r.duplicates, 128, "duplicates %zu", r.duplicates);
+     * (limits.max_in_flight 64) plus what was delivered while a commit was on
+     * its way: the bound test_kafka_group asserts. */
+    cr_assert_leq(r.duplicates, 2 * 64, "duplicates %zu", r.duplicates);
     cr_assert_eq(rc_a, 0);
     cr_assert_eq(rc_b, 0);
 }
