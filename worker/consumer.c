@@ -143,9 +143,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
 
 /* A consumer property in ms as configured (librdkafka's default otherwise). */
 static int64_t consumer_ms(const vw_config *cfg, const char *key, int64_t dflt) {
-    const char *v = vw_kvlist_get(&cfg->kafka.consumer, key);
-    if (!v)
-        v = vw_kvlist_get(&cfg->kafka.common, key);
+    const char *v = vw_kafka_consumer_prop(cfg, key);
     return v ? atoll(v) : dflt;
 }
 
@@ -480,9 +478,7 @@ static const char *const classic_only[] = {"partition.assignment.strategy", "ses
                                            "heartbeat.interval.ms", "group.protocol.type"};
 
 static bool kip848(const vw_config *cfg) {
-    const char *p = vw_kvlist_get(&cfg->kafka.consumer, "group.protocol");
-    if (!p)
-        p = vw_kvlist_get(&cfg->kafka.common, "group.protocol");
+    const char *p = vw_kafka_consumer_prop(cfg, "group.protocol");
     return p && !strcmp(p, "consumer");
 }
 
@@ -529,9 +525,7 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
     if (!st)
         st = vw_conf_apply(conf, &cfg->kafka.consumer, NULL, err);
     /* Join-state lines (see on_log); the user's own `debug` is kept. */
-    const char *dbg = vw_kvlist_get(&cfg->kafka.consumer, "debug");
-    if (!dbg)
-        dbg = vw_kvlist_get(&cfg->kafka.common, "debug");
+    const char *dbg = vw_kafka_consumer_prop(cfg, "debug");
     w->cons->kafka_debug = dbg != NULL;
     if (!st && !w->replay) {
         char all[512];
@@ -590,8 +584,8 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     advise_heartbeat(w);
     if (!w->cons && !(w->cons = calloc(1, sizeof *w->cons)))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer state");
-    w->cons->wa_4059 = vw_kafka_before(2, 10, 0);
-    w->cons->wa_4312 = vw_kafka_before(2, 3, 0);
+    w->cons->wa_4059 = vw_kafka_issue_on(4059);
+    w->cons->wa_4312 = vw_kafka_issue_on(4312);
     w->cons->kip848 = kip848(w->cfg);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     vw_status st = conf ? consumer_conf(w, conf, err)
@@ -701,6 +695,8 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
     } else if (!w->stopping) {
+        w->broker_up = true;   /* a record came: a broker answered (replay to a file sees
+                                  no rebalance or delivery, maybe no statistics) */
         if (w->cons->starts.n) /* a record: its partition fetches */
             vw_starts_remove(&w->cons->starts, m->partition);
         vw_worker_intake(w, m);

@@ -85,6 +85,18 @@ bool vw_kafka_workaround_on(const vw_kafka_workaround *wa) {
     return vw_kafka_before(major, minor, rev);
 }
 
+bool vw_kafka_issue_on(int issue) {
+    for (size_t i = 0; i < sizeof workarounds / sizeof *workarounds; i++)
+        if (workarounds[i].issue == issue)
+            return vw_kafka_workaround_on(&workarounds[i]);
+    return false;
+}
+
+const char *vw_kafka_consumer_prop(const vw_config *cfg, const char *key) {
+    const char *v = vw_kvlist_get(&cfg->kafka.consumer, key);
+    return v ? v : vw_kvlist_get(&cfg->kafka.common, key);
+}
+
 void vw_kafka_versions(char *buf, size_t cap) {
     int b = RD_KAFKA_VERSION;
     snprintf(buf, cap, "%s (built against %d.%d.%d)", rd_kafka_version_str(), (b >> 24) & 0xff,

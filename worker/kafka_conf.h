@@ -19,6 +19,10 @@ vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
 /* Applies a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
 
+/* A consumer property as the consumer gets it: kafka.consumer.<key>, else
+ * kafka.<key> (the consumer section is applied last), else NULL. */
+const char *vw_kafka_consumer_prop(const vw_config *cfg, const char *key);
+
 /* librdkafka as loaded at run time (rd_kafka_version(), which may differ
  * from the headers the worker was built against: the C ABI is stable and a
  * newer library runs the same binary) is older than major.minor.revision. */
@@ -35,6 +39,8 @@ typedef struct vw_kafka_workaround {
 const vw_kafka_workaround *vw_kafka_workarounds(size_t *n);
 /* Whether a workaround applies to the loaded library (open: always). */
 bool vw_kafka_workaround_on(const vw_kafka_workaround *wa);
+/* The same by issue number (an issue not in the table: false). */
+bool vw_kafka_issue_on(int issue);
 
 /* "2.16.0 (built against 2.0.2)" into buf. */
 void vw_kafka_versions(char *buf, size_t cap);

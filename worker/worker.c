@@ -42,11 +42,9 @@ static void wait_and_drain(struct vw_worker *w, int ms) {
         }
 }
 
-/* One turn of the Kafka thread. */
+/* The brokers the consumer was given. */
 static const char *bootstrap(const vw_config *cfg) {
-    const char *b = vw_kvlist_get(&cfg->kafka.common, "bootstrap.servers");
-    if (!b)
-        b = vw_kvlist_get(&cfg->kafka.consumer, "bootstrap.servers");
+    const char *b = vw_kafka_consumer_prop(cfg, "bootstrap.servers");
     return b ? b : "(none)";
 }
 
