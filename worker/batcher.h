@@ -9,7 +9,8 @@
  * rules are testable without sleeping.
  *
  * The queue (vw_queue) is a bounded FIFO of pointers with a mutex and condition
- * variables, the one place where the Kafka thread and the executor thread meet.
+ * variables, where the Kafka thread, the executor thread and the processing
+ * threads hand batches on (to_exec, to_finish, from_exec).
  *
  * Ownership: items are opaque and owned by the batcher until handed out in a
  * batch; a vw_batch and its item array belong to whoever took it (vw_batch_free,

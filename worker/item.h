@@ -3,7 +3,8 @@
  *
  * Ownership: as below ("Owned by whoever holds it"); vw_item_free releases the
  * processor item too. Thread-safety: an item has one holder at a time (the
- * Kafka thread, or the executor thread while its batch runs). Errors: the
+ * Kafka thread, or the executor thread or a processing thread while its batch
+ * is with them: dispatch to collect). Errors: the
  * setters cannot fail (a message that cannot be copied falls back to the type).
  */
 #ifndef VW_ITEM_H

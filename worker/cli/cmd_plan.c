@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "admission/admit_cfg.h"
-#include "cli_io.h"
+#include "util/file.h"
 #include "admission/canonical_json.h"
 #include "render/plan.h"
 #include "render/render.h"
@@ -45,7 +45,7 @@ static int run(const char *bundle, const char *tok_path) {
     if (vw_tok_load(tok_path, &tok, &err) != VW_OK ||
         vw_renderer_new(cfg, vw_encoder_tok(tok), &rend, &err) != VW_OK)
         goto done;
-    if (!(body = vw_read_stdin(&len))) {
+    if (!(body = vw_read_stream(stdin, &len))) {
         VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
         goto done;
     }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_io.h"
+#include "util/file.h"
 #include "service/device.h"
 #include "engine.h"
 
@@ -87,7 +87,7 @@ static int run(const char *bundle, const char *device, const char *precision, in
         st = vw_engine_open(bundle, &opts, &e, &err);
     if (st == VW_OK) {
         fprintf(stderr, "vela-worker score: model %s on %s\n", vw_engine_model(e), dc.chosen);
-        body = vw_read_stdin(&len);
+        body = vw_read_stream(stdin, &len);
         if (!body)
             st = VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
     }

@@ -1,6 +1,6 @@
 /* commands.h — the vela-worker subcommands. Each takes argc/argv after the
  * subcommand name (argv[0] is the subcommand) and returns the process exit code.
- * Each lives in its own worker/cmd_<name>.c and is listed in main.c's table. */
+ * Each lives in its own worker/cli/cmd_<name>.c and is listed in main.c's table. */
 #ifndef VW_COMMANDS_H
 #define VW_COMMANDS_H
 

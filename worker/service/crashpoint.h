@@ -2,7 +2,8 @@
  *
  * `VW_CRASH_AT=<point>[:<n>]` in the worker's environment makes the process
  * abort() the n-th time (default 1) execution passes the named point:
- *   after_executor  the executor thread has the batch's results (none produced)
+ *   after_executor  a processing thread has finished a batch: its results exist
+ *                   (executed and finished), none produced
  *   after_produce   a result or dead letter was handed to librdkafka (not acked)
  *   after_delivery  a delivery report acknowledged a record (offset not committed)
  *   after_commit    an offset commit was confirmed by the broker
