@@ -153,9 +153,8 @@ size_t vw_batcher_pending(const vw_batcher *b) {
     return n;
 }
 
-/* Compacts one batch in place; returns the number of items dropped. */
-static size_t filter_batch(vw_batch *batch, bool (*drop)(void *, void *), void *ctx,
-                           void (*free_item)(void *)) {
+size_t vw_batch_remove_if(vw_batch *batch, bool (*drop)(void *item, void *ctx), void *ctx,
+                          void (*free_item)(void *item)) {
     size_t kept = 0, dropped = 0;
     for (size_t i = 0; i < batch->n; i++) {
         if (drop(batch->items[i], ctx)) {
@@ -176,7 +175,7 @@ size_t vw_batcher_remove_if(vw_batcher *b, bool (*drop)(void *item, void *ctx), 
                             void (*free_item)(void *item)) {
     size_t dropped = 0, kept = 0;
     for (size_t i = 0; i < b->n_closed; i++) {
-        dropped += filter_batch(b->closed[i], drop, ctx, free_item);
+        dropped += vw_batch_remove_if(b->closed[i], drop, ctx, free_item);
         if (b->closed[i]->n)
             b->closed[kept++] = b->closed[i];
         else
@@ -184,7 +183,7 @@ size_t vw_batcher_remove_if(vw_batcher *b, bool (*drop)(void *item, void *ctx), 
     }
     b->n_closed = kept;
     if (b->open) {
-        dropped += filter_batch(b->open, drop, ctx, free_item);
+        dropped += vw_batch_remove_if(b->open, drop, ctx, free_item);
         if (!b->open->n) {
             vw_batch_free(b->open, NULL);
             b->open = NULL;

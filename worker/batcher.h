@@ -66,6 +66,11 @@ size_t vw_batcher_pending(const vw_batcher *b);
 size_t vw_batcher_remove_if(vw_batcher *b, bool (*drop)(void *item, void *ctx), void *ctx,
                             void (*free_item)(void *item));
 
+/* Drops the items of one batch for which drop(item, ctx) is true (freed with
+ * free_item when given), keeping order and the token count; returns how many. */
+size_t vw_batch_remove_if(vw_batch *batch, bool (*drop)(void *item, void *ctx), void *ctx,
+                          void (*free_item)(void *item));
+
 /* NULL is a no-op. free_item may be NULL (items then stay with their owner). */
 void vw_batch_free(vw_batch *batch, void (*free_item)(void *item));
 

@@ -32,9 +32,10 @@ static void wake(struct vw_worker *w) {
  * N-1, N-2 ... are being finished. A flight whose prepare or execute failed
  * skips the steps after it: its items RETRY or are dead-lettered. */
 struct vw_flight {
-    vw_batch *batch; /* items in arrival order */
-    void *work;      /* the processor's state (prepare .. release) */
-    vw_status st;    /* of prepare, then execute */
+    vw_batch *batch;    /* items in arrival order */
+    vw_processor *proc; /* whose prepare made work */
+    void *work;         /* the processor's state (prepare .. release) */
+    vw_status st;       /* of prepare, then execute */
     vw_err err;
 };
 
@@ -50,11 +51,8 @@ void vw_flight_free_cb(void *flight) {
     struct vw_flight *f = flight;
     if (!f)
         return;
-    if (f->work) {
-        vw_item *first = f->batch->n ? f->batch->items[0] : NULL;
-        if (first)
-            first->proc->ops->release(first->proc, f->work);
-    }
+    if (f->work)
+        f->proc->ops->release(f->proc, f->work);
     vw_batch_free(f->batch, vw_item_free_cb);
     free(f);
 }
@@ -69,6 +67,7 @@ static struct vw_flight *prepare(struct vw_worker *w, vw_batch *b) {
         return NULL;
     }
     f->batch = b;
+    f->proc = w->proc;
     for (size_t i = 0; i < b->n; i++)
         items[i] = ((vw_item *)b->items[i])->proc_item;
     f->st = w->proc->ops->prepare(w->proc, items, b->n, &f->work, &f->err);
@@ -401,17 +400,11 @@ void vw_worker_drop_partition(struct vw_worker *w, int32_t partition) {
     }
     w->n_retry = kept;
     if (w->held) {
-        kept = 0;
-        for (size_t i = 0; i < w->held->n; i++) {
-            if (same_partition(w->held->items[i], &partition)) {
-                vw_item_free(w->held->items[i]);
-                dropped++;
-            } else {
-                w->held->items[kept] = w->held->items[i];
-                w->held->costs[kept++] = w->held->costs[i];
-            }
+        dropped += vw_batch_remove_if(w->held, same_partition, &partition, vw_item_free_cb);
+        if (!w->held->n) { /* nothing left to prepare */
+            vw_batch_free(w->held, NULL);
+            w->held = NULL;
         }
-        w->held->n = kept;
     }
     if (dropped)
         VW_LOG(w->log, VW_LOG_INFO, "worker", "abandoned queued work tp=%s:%d records=%zu",
