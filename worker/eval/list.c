@@ -137,9 +137,11 @@ vw_status vw_eval_list(const char *path, size_t width, FILE *out, FILE *log, vw_
         vw_sbuf_puts(&sb, "\n");
         if ((st = vw_sbuf_status(&sb)))
             VW_FAIL(err, st, "out_of_memory", "eval --list");
-        else
-            fwrite(sb.p, 1, sb.len, out);
+        else if (fwrite(sb.p, 1, sb.len, out) != sb.len)
+            st = VW_FAIL(err, VW_EIO, "io_error", "eval --list: cannot write the output");
     }
+    if (!st && fflush(out))
+        st = VW_FAIL(err, VW_EIO, "io_error", "eval --list: cannot write the output");
     if (!st && ferror(f))
         st = VW_FAIL(err, VW_EIO, "io_error", "%s: read error", path);
     vw_eval_rec_free(&r);

@@ -5,13 +5,15 @@
 #include <math.h>
 #include <string.h>
 
+#include "admission/canonical_json.h"
 #include "util/utf8.h"
 
 void vw_eval_json_num(vw_sbuf *sb, double v) {
+    char buf[32];
     if (isnan(v) || isinf(v))
         vw_sbuf_puts(sb, "null");
     else
-        vw_sbuf_printf(sb, "%.17g", v);
+        vw_sbuf_put(sb, buf, vw_float_repr(v, buf));
 }
 
 void vw_eval_json_str(vw_sbuf *sb, const char *s) {
@@ -32,7 +34,10 @@ void vw_eval_json_str(vw_sbuf *sb, const char *s) {
             i = st.len ? i + st.len : st.err_end > i ? st.err_end : i + 1;
         }
     }
-    vw_canon_string(sb, clean.p ? clean.p : "", clean.len);
+    if (vw_sbuf_status(&clean))
+        sb->oom = true; /* the report fails as out of memory, not with "" here */
+    else
+        vw_canon_string(sb, clean.p ? clean.p : "", clean.len);
     vw_sbuf_free(&clean);
 }
 
