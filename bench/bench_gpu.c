@@ -138,13 +138,6 @@ static int gtree_make(gtree *g, size_t index, uint64_t seed, int32_t vocab) {
     return 0;
 }
 
-static size_t tree_tokens(const vw_tree *t) {
-    size_t n = t->n_prefix;
-    for (size_t b = 0; b < t->n_blocks; b++)
-        n += t->blocks[b].n_ids;
-    return n;
-}
-
 /* ---- runs --------------------------------------------------------------------- */
 
 /* Forward of trees[0..n) in calls of at most max_tokens tokens; returns calls
@@ -154,11 +147,11 @@ static int run_batch(vw_executor *ex, const vw_tree *trees, size_t n, size_t max
     int calls = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i, tok = 0;
-        while (j < n && j - i < max_trees && tok + tree_tokens(&trees[j]) <= max_tokens)
-            tok += tree_tokens(&trees[j++]);
+        while (j < n && j - i < max_trees && tok + vw_tree_tokens(&trees[j]) <= max_tokens)
+            tok += vw_tree_tokens(&trees[j++]);
         if (j == i)
             return fprintf(stderr, "bench_gpu: a tree of %zu tokens exceeds max_tokens\n",
-                           tree_tokens(&trees[i])),
+                           vw_tree_tokens(&trees[i])),
                    -1;
         vw_err err = {0};
         if (vw_executor_forward(ex, trees + i, j - i, rows, &err) != VW_OK)
@@ -276,7 +269,7 @@ static int latency(const bench *B, const gtree *g) {
     if (k)
         printf("{\"event\":\"latency\",\"trees\":1,\"tokens\":%zu,\"reps\":%d,\"p50_ms\":%.3f,"
                "\"p99_ms\":%.3f}\n",
-               tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99));
+               vw_tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99));
     fflush(stdout);
     free(rows), free(lat);
     return 0;
@@ -289,7 +282,7 @@ static int batch(const bench *B, const gtree *g, size_t n, double *req_s) {
     size_t nr = 0;
     for (size_t i = 0; t && i < n; i++) {
         t[i] = g[i].t;
-        tok += (double)tree_tokens(&t[i]), flops += vw_qwen35_tree_flops(B->c, &t[i]);
+        tok += (double)vw_tree_tokens(&t[i]), flops += vw_qwen35_tree_flops(B->c, &t[i]);
         nr += vw_trees_readout_count(&t[i], 1);
     }
     float *rows = t ? malloc(nr * B->gpu->hidden * 4) : NULL;

@@ -153,6 +153,13 @@ Test(synthetic, instant_rows_have_unit_rms) {
             ss += (double)rows[r * 1024 + i] * rows[r * 1024 + i];
         cr_assert_float_eq(sqrt(ss / 1024), 1.0, 1e-5);
     }
+    /* A tree's rows are the same alone and behind another tree in one call. */
+    int32_t other[3] = {9, 10, 11}, other_ro[1] = {2};
+    vw_tree two[2] = {{other, 3, other_ro, 1, NULL, 0}, t};
+    float *rows2 = malloc(3 * 1024 * sizeof *rows2);
+    cr_assert_eq(vw_executor_forward(ex, two, 2, rows2, &err), VW_OK);
+    cr_assert_eq(memcmp(rows2 + 1024, rows, 2 * 1024 * sizeof *rows), 0, "batch-independent rows");
+    free(rows2);
     int32_t bad[1] = {99999};
     vw_tree tb = {bad, 1, NULL, 0, NULL, 0};
     cr_assert_eq(vw_executor_forward(ex, &tb, 1, rows, &err), VW_EINVAL, "ids are checked");

@@ -11,6 +11,13 @@ size_t vw_trees_readout_count(const vw_tree *trees, size_t n_trees) {
     return n;
 }
 
+size_t vw_tree_tokens(const vw_tree *t) {
+    size_t n = t->n_prefix;
+    for (size_t b = 0; b < t->n_blocks; b++)
+        n += t->blocks[b].n_ids;
+    return n;
+}
+
 static vw_status check_ids(const int32_t *ids, size_t n, int32_t vocab, size_t t, long b,
                            vw_err *err) {
     for (size_t i = 0; i < n; i++)

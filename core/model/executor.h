@@ -70,6 +70,8 @@ struct vw_executor {
 
 /* Total number of readout rows of a batch of trees. */
 size_t vw_trees_readout_count(const vw_tree *trees, size_t n_trees);
+/* Tokens of one tree: its prefix and every block. */
+size_t vw_tree_tokens(const vw_tree *t);
 
 /* Checks the structural rules above (ids < vocab, readouts in range, n >= 1);
  * it names the first offending tree/block/index. vw_executor_forward calls it

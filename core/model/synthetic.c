@@ -38,13 +38,12 @@ double vw_qwen35_tree_flops(const vw_qwen35_config *c, const vw_tree *t) {
         n_attn += c->full_attention[l];
     }
     const double P = (double)t->n_prefix;
-    double pairs = P * (P + 1) / 2, tokens = P;
+    double pairs = P * (P + 1) / 2;
     for (size_t b = 0; b < t->n_blocks; b++) {
         const double n = (double)t->blocks[b].n_ids;
         pairs += n * P + n * (n + 1) / 2;
-        tokens += n;
     }
-    return per_tok * tokens + n_attn * 4 * hd * Hq * pairs;
+    return per_tok * (double)vw_tree_tokens(t) + n_attn * 4 * hd * Hq * pairs;
 }
 
 double vw_synthetic_seconds(const vw_synthetic_opts *o, const vw_qwen35_config *c,
@@ -54,14 +53,12 @@ double vw_synthetic_seconds(const vw_synthetic_opts *o, const vw_qwen35_config *
     double flops = 0, tokens = 0;
     for (size_t t = 0; t < n; t++) {
         flops += vw_qwen35_tree_flops(c, &trees[t]);
-        tokens += (double)trees[t].n_prefix;
-        for (size_t b = 0; b < trees[t].n_blocks; b++)
-            tokens += (double)trees[t].blocks[b].n_ids;
+        tokens += (double)vw_tree_tokens(&trees[t]);
     }
     return o->call_us * 1e-6 + flops / (o->tflops * 1e12) + tokens * o->token_ns * 1e-9;
 }
 
-/* Copies the row of (token, position, readout index) into out. */
+/* Copies the row of (token, position, the readout's index in its tree) into out. */
 static void row(const synth *s, int32_t token, size_t pos, size_t index, float *out) {
     uint64_t h = mix(((uint64_t)(uint32_t)token << 32) ^ ((uint64_t)pos << 12) ^ index);
     memcpy(out, s->table + (h % N_VECTORS) * s->hidden, s->hidden * sizeof *out);
@@ -73,18 +70,21 @@ static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_t
     const synth *s = ex->impl;
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    /* k counts the call's rows, r a tree's own: a tree's rows do not depend
+     * on the batch it came in (as a real backbone's do not). */
     size_t k = 0;
     for (size_t t = 0; t < n_trees; t++) {
         const vw_tree *tr = &trees[t];
-        for (size_t i = 0; i < tr->n_prefix_readouts; i++, k++) {
+        size_t r = 0;
+        for (size_t i = 0; i < tr->n_prefix_readouts; i++, k++, r++) {
             size_t pos = (size_t)tr->prefix_readouts[i];
-            row(s, tr->prefix[pos], pos, k, rows + k * s->hidden);
+            row(s, tr->prefix[pos], pos, r, rows + k * s->hidden);
         }
         for (size_t b = 0; b < tr->n_blocks; b++) {
             const vw_block *bl = &tr->blocks[b];
-            for (size_t i = 0; i < bl->n_readouts; i++, k++) {
+            for (size_t i = 0; i < bl->n_readouts; i++, k++, r++) {
                 size_t j = (size_t)bl->readouts[i];
-                row(s, bl->ids[j], tr->n_prefix + j, k, rows + k * s->hidden);
+                row(s, bl->ids[j], tr->n_prefix + j, r, rows + k * s->hidden);
             }
         }
     }

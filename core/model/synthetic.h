@@ -2,9 +2,10 @@
  * tests of the host side: they never read the backbone's weights.
  *
  *   instant  returns the readout rows at once: row values are a deterministic
- *            function of the readout's token id, position and row index (one of
- *            1,024 fixed random vectors with unit RMS, as a final RMSNorm
- *            output before its weight), at the bundle's hidden size;
+ *            function of the readout's token id, position and index within
+ *            its tree (one of 64 fixed random vectors with unit RMS, as a final
+ *            RMSNorm output before its weight), at the bundle's hidden size, so
+ *            a tree's rows do not depend on the batch it is in;
  *   sim      the same rows, returned when the modelled device would have
  *            finished the call: start + calls' fixed cost + model FLOPs /
  *            sustained TFLOP/s + tokens x per-token memory time, for the
