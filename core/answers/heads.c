@@ -246,25 +246,27 @@ vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t 
 vw_status vw_span_label_means(const float *rows, size_t n_rows, size_t hidden,
                               const int32_t *starts, const int32_t *ends, size_t n_labels,
                               float *out, vw_err *err) {
+    double *acc = malloc(hidden * sizeof *acc);
+    if (!acc)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label means");
     for (size_t l = 0; l < n_labels; l++) {
         int32_t a = starts[l], b = ends[l];
-        if (a < 0 || b < a || (size_t)b >= n_rows)
+        if (a < 0 || b < a || (size_t)b >= n_rows) {
+            free(acc);
             return VW_FAIL(err, VW_EINVAL, "length_mismatch",
                            "label %zu: row range [%d, %d] outside the block's %zu rows", l, a, b,
                            n_rows);
+        }
         /* Row by row (each element's terms in row order, float64): the rows are
          * read in memory order. */
-        double *acc = malloc(hidden * sizeof *acc);
-        if (!acc)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label means");
         memset(acc, 0, hidden * sizeof *acc);
         for (int32_t r = a; r <= b; r++)
             for (size_t i = 0; i < hidden; i++)
                 acc[i] += rows[(size_t)r * hidden + i];
         for (size_t i = 0; i < hidden; i++)
             out[l * hidden + i] = (float)(acc[i] / (double)(b - a + 1));
-        free(acc);
     }
+    free(acc);
     return VW_OK;
 }
 
