@@ -16,6 +16,7 @@
 #include "answers/heads.h"
 #include "render/render.h"
 #include "tokenizer/tokenizer.h"
+#include "util/reserve.h"
 
 /* Row buffers of finished batches, kept for the next ones: a batch's rows are
  * tens of MB (readouts x hidden floats), and a fresh allocation of that size
@@ -297,18 +298,6 @@ typedef struct problems {
     size_t n_span[2], cap_span[2];
 } problems;
 
-static bool grow(void **v, size_t *cap, size_t n, size_t size) {
-    if (n < *cap)
-        return true;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *g = realloc(*v, c * size);
-    if (!g)
-        return false;
-    *v = g;
-    *cap = c;
-    return true;
-}
-
 /* Label vectors of one executed span block (their rows come first, range after
  * range: plan.h) into a new [n_labels, H] array. */
 static vw_status block_labels(const vw_engine *e, const block_ref *ref, size_t n_labels,
@@ -379,7 +368,7 @@ static vw_status gather_plan(const vw_engine *e, const vw_plan *p, const vw_plan
             size_t m = refs[0].block->option_ends.n;
             z[i].cand = malloc((m ? m : 1) * sizeof *z[i].cand);
             if (!z[i].cand ||
-                !grow((void **)&pr->cand, &pr->cap_cand, pr->n_cand, sizeof *pr->cand)) {
+                vw_reserve((void **)&pr->cand, &pr->cap_cand, pr->n_cand + 1, sizeof *pr->cand)) {
                 st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate problems");
                 break;
             }
@@ -404,7 +393,7 @@ static vw_status gather_plan(const vw_engine *e, const vw_plan *p, const vw_plan
             float *lab = NULL;
             st = block_labels(e, &refs[r], L, &lab, err);
             if (st == VW_OK &&
-                !grow((void **)labels, cap_labels, *n_labels_bufs, sizeof **labels)) {
+                vw_reserve((void **)labels, cap_labels, *n_labels_bufs + 1, sizeof **labels)) {
                 free(lab);
                 st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label vectors");
             }
@@ -412,8 +401,8 @@ static vw_status gather_plan(const vw_engine *e, const vw_plan *p, const vw_plan
                 break;
             (*labels)[(*n_labels_bufs)++] = lab;
             z[i].span[r] = malloc((nw ? nw : 1) * L * sizeof *z[i].span[r]);
-            if (!z[i].span[r] || !grow((void **)&pr->span[h], &pr->cap_span[h], pr->n_span[h],
-                                       sizeof *pr->span[h])) {
+            if (!z[i].span[r] || vw_reserve((void **)&pr->span[h], &pr->cap_span[h],
+                                            pr->n_span[h] + 1, sizeof *pr->span[h])) {
                 st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span problems");
                 break;
             }
@@ -742,12 +731,13 @@ static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {
         if (b->st[i] != VW_OK)
             continue;
         for (size_t k = 0; joined && k < per[i].n_cand; k++)
-            if ((joined = grow((void **)&all.cand, &all.cap_cand, all.n_cand, sizeof *all.cand)))
+            if ((joined = !vw_reserve((void **)&all.cand, &all.cap_cand, all.n_cand + 1,
+                                      sizeof *all.cand)))
                 all.cand[all.n_cand++] = per[i].cand[k];
         for (int h = 0; h < 2; h++)
             for (size_t k = 0; joined && k < per[i].n_span[h]; k++)
-                if ((joined = grow((void **)&all.span[h], &all.cap_span[h], all.n_span[h],
-                                   sizeof *all.span[h])))
+                if ((joined = !vw_reserve((void **)&all.span[h], &all.cap_span[h],
+                                          all.n_span[h] + 1, sizeof *all.span[h])))
                     all.span[h][all.n_span[h]++] = per[i].span[h][k];
     }
     vw_err one = {0};

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "qwen35_config.h"
+#include "util/reserve.h"
 #include "util/sha256.h"
 
 #define GENERATOR "core/model/random_bundle.c"
@@ -74,13 +75,8 @@ typedef struct specs {
 
 static bool add(specs *s, const char *prefix, const char *name, int es, int ndim, int64_t a,
                 int64_t b, int64_t c) {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 64;
-        spec *v = realloc(s->v, cap * sizeof *v);
-        if (!v)
-            return false;
-        s->v = v, s->cap = cap;
-    }
+    if (vw_reserve((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+        return false;
     spec *t = &s->v[s->n++];
     snprintf(t->name, sizeof t->name, "%s%s", prefix, name);
     t->es = es, t->ndim = ndim, t->shape[0] = a, t->shape[1] = b, t->shape[2] = c;

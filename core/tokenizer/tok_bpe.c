@@ -95,10 +95,10 @@ vw_status tok_vocab_add(tok_vocab *v, const char *s, size_t len, int32_t id) {
     if (len > UINT32_MAX || v->arena_len + len > UINT32_MAX || v->n >= UINT32_MAX - 1)
         return VW_ETOOLONG;
     size_t c1 = v->cap, c2 = v->cap, c3 = v->cap;
-    if (tok_reserve((void **)&v->off, &c1, v->n + 1, sizeof *v->off) ||
-        tok_reserve((void **)&v->len, &c2, v->n + 1, sizeof *v->len) ||
-        tok_reserve((void **)&v->id, &c3, v->n + 1, sizeof *v->id) ||
-        tok_reserve((void **)&v->arena, &v->arena_cap, v->arena_len + len + 1, 1))
+    if (vw_reserve((void **)&v->off, &c1, v->n + 1, sizeof *v->off) ||
+        vw_reserve((void **)&v->len, &c2, v->n + 1, sizeof *v->len) ||
+        vw_reserve((void **)&v->id, &c3, v->n + 1, sizeof *v->id) ||
+        vw_reserve((void **)&v->arena, &v->arena_cap, v->arena_len + len + 1, 1))
         return VW_ENOMEM;
     v->cap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
     memcpy(v->arena + v->arena_len, s, len);
@@ -223,7 +223,7 @@ static bool cache_get(tok_cache *c, tok_bpe_ws *ws, uint64_t h, const char *k, s
     bool hit = false;
     pthread_rwlock_rdlock(&c->lock);
     const tok_cache_entry *e = cache_slot(c, h, k, len);
-    if (e->key && tok_reserve((void **)&ws->out, &ws->out_cap, e->ntok, sizeof *ws->out) == VW_OK) {
+    if (e->key && vw_reserve((void **)&ws->out, &ws->out_cap, e->ntok, sizeof *ws->out) == VW_OK) {
         if (e->ntok) /* a pre-token can yield no token (unknown chars, no unk) */
             memcpy(ws->out, e->toks, e->ntok * sizeof *e->toks);
         *ntok = e->ntok;
@@ -417,7 +417,7 @@ static size_t build_symbols(const tok_bpe *b, const char *s, size_t len, sym *ou
 
 vw_status tok_bpe_encode(tok_bpe *b, tok_bpe_ws *ws, const char *s, size_t len,
                          const tok_piece_tok **toks, size_t *ntok, vw_err *err) {
-    if (tok_reserve((void **)&ws->out, &ws->out_cap, len + 1, sizeof *ws->out))
+    if (vw_reserve((void **)&ws->out, &ws->out_cap, len + 1, sizeof *ws->out))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "tokenizer: BPE of %zu bytes", len);
     if (b->ignore_merges) {
         int32_t id = tok_vocab_get(&b->vocab, s, len);
@@ -439,8 +439,8 @@ vw_status tok_bpe_encode(tok_bpe *b, tok_bpe_ws *ws, const char *s, size_t len,
     }
     /* len bytes give at most len symbols (byte fallback: one per byte) and at most
      * 3 heap entries per symbol over the whole loop. */
-    if (tok_reserve(&ws->sym, &ws->sym_cap, len + 1, sizeof(sym)) ||
-        tok_reserve(&ws->heap, &ws->heap_cap, 3 * len + 1, sizeof(cand)))
+    if (vw_reserve(&ws->sym, &ws->sym_cap, len + 1, sizeof(sym)) ||
+        vw_reserve(&ws->heap, &ws->heap_cap, 3 * len + 1, sizeof(cand)))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "tokenizer: BPE of %zu bytes", len);
     sym *sy = ws->sym;
     size_t n = build_symbols(b, s, len, sy);

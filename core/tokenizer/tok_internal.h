@@ -22,14 +22,9 @@
 #include <pcre2.h>
 
 #include "util/pystr.h"
+#include "util/reserve.h"
 #include "tokenizer.h"
 #include "vw_status.h"
-
-/* ---- growable arrays (tok_text.c) -------------------------------------------- */
-
-/* Ensures *p holds at least n elements of size sz (geometric growth). VW_OK or
- * VW_ENOMEM; *p and *cap are unchanged on failure. */
-vw_status tok_reserve(void **p, size_t *cap, size_t n, size_t sz);
 
 /* ---- text: UTF-8 and NFC (tok_text.c) ----------------------------------------- */
 

@@ -115,7 +115,7 @@ static vw_status load_merges(tok_bpe *bpe, const json_t *merges, vw_err *err) {
         bool strings = json_is_string(json_array_get(merges, 0));
         if ((rc = merge_parts(json_array_get(merges, i), i, strings, &a, &al, &b, &bl, err)))
             break;
-        if (tok_reserve((void **)&cat, &cat_cap, al + bl + 1, 1)) {
+        if (vw_reserve((void **)&cat, &cat_cap, al + bl + 1, 1)) {
             rc = NOMEM();
             break;
         }
@@ -197,7 +197,7 @@ static vw_status load_normalizer(vw_tokenizer *t, const json_t *n, int depth, vw
 /* ---- pre-tokenizer ------------------------------------------------------------ */
 
 static vw_status add_step(vw_tokenizer *t, tok_step s, vw_err *err) {
-    if (tok_reserve((void **)&t->steps, &t->steps_cap, t->nsteps + 1, sizeof *t->steps)) {
+    if (vw_reserve((void **)&t->steps, &t->steps_cap, t->nsteps + 1, sizeof *t->steps)) {
         if (s.re)
             pcre2_code_free(s.re);
         return NOMEM();

@@ -29,7 +29,7 @@ typedef struct sbuf {
 } sbuf;
 
 static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom || tok_reserve((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
+    if (b->oom || vw_reserve((void **)&b->p, &b->cap, b->n + n + 1, 1)) {
         b->oom = true;
         return;
     }
@@ -224,7 +224,7 @@ vw_status tok_regex_compile(const char *pat, size_t len, bool literal, pcre2_cod
 }
 
 static vw_status push_match(tok_matches *o, int32_t s, int32_t e, bool m) {
-    if (tok_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
+    if (vw_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return VW_ENOMEM;
     o->v[o->n++] = (tok_match){s, e, m};
     return VW_OK;
@@ -352,7 +352,7 @@ void tok_bytelevel_init(tok_bytelevel *bl) {
 /* ---- added tokens ------------------------------------------------------------- */
 
 static vw_status trie_node(tok_trie *t, uint32_t cp, int32_t *out) {
-    if (tok_reserve((void **)&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes))
+    if (vw_reserve((void **)&t->nodes, &t->cap, t->n + 1, sizeof *t->nodes))
         return VW_ENOMEM;
     t->nodes[t->n] = (tok_trie_node){cp, -1, -1, -1};
     *out = (int32_t)t->n++;
@@ -380,7 +380,7 @@ vw_status tok_trie_add(tok_trie *t, const uint32_t *cps, size_t n, const tok_add
         return VW_OK; /* same content twice: the first one stands */
     if (n)
         t->first[(cps[0] & 4095) >> 6] |= 1ull << (cps[0] & 63);
-    if (tok_reserve((void **)&t->toks, &t->toks_cap, t->ntoks + 1, sizeof *t->toks))
+    if (vw_reserve((void **)&t->toks, &t->toks_cap, t->ntoks + 1, sizeof *t->toks))
         return VW_ENOMEM;
     t->toks[t->ntoks] = *info;
     t->nodes[cur].token = (int32_t)t->ntoks++;
@@ -451,7 +451,7 @@ static size_t longest_at(const tok_trie *t, const uint32_t *text, size_t p, size
 }
 
 static vw_status push_seg(tok_segs *o, int32_t s, int32_t e, int32_t id) {
-    if (tok_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
+    if (vw_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v))
         return VW_ENOMEM;
     o->v[o->n++] = (tok_seg){s, e, id};
     return VW_OK;

@@ -18,20 +18,6 @@
 
 #include "tok_internal.h"
 
-vw_status tok_reserve(void **p, size_t *cap, size_t n, size_t sz) {
-    if (n <= *cap)
-        return VW_OK;
-    size_t nc = *cap ? *cap : 16;
-    while (nc < n)
-        nc *= 2;
-    void *q = realloc(*p, nc * sz);
-    if (!q)
-        return VW_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return VW_OK;
-}
-
 /* ---- UTF-8 -------------------------------------------------------------------- */
 
 /* Length of the valid sequence at s[i..len), or 0 when invalid/truncated. */
@@ -76,7 +62,7 @@ static size_t utf8_seq(const unsigned char *s, size_t i, size_t len, uint32_t *c
 vw_status tok_utf8_decode(const char *s, size_t len, uint32_t **cps, size_t *cap, size_t *n,
                           size_t *bad_at, vw_err *err) {
     const unsigned char *u = (const unsigned char *)s;
-    if (tok_reserve((void **)cps, cap, len + 1, sizeof **cps))
+    if (vw_reserve((void **)cps, cap, len + 1, sizeof **cps))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "tokenizer: %zu bytes of text", len);
     size_t i = 0, k = 0;
     uint32_t *out = *cps;
@@ -285,9 +271,9 @@ static vw_status decompose_run(tok_norm *nm, const uint32_t *in, size_t n) {
         size_t need = nm->dn + k;
         if (need > nm->dcap) {
             size_t c1 = nm->dcap, c2 = nm->dcap, c3 = nm->dcap;
-            if (tok_reserve((void **)&nm->dcp, &c1, need, sizeof *nm->dcp) ||
-                tok_reserve((void **)&nm->dchg, &c2, need, sizeof *nm->dchg) ||
-                tok_reserve((void **)&nm->dccc, &c3, need, sizeof *nm->dccc))
+            if (vw_reserve((void **)&nm->dcp, &c1, need, sizeof *nm->dcp) ||
+                vw_reserve((void **)&nm->dchg, &c2, need, sizeof *nm->dchg) ||
+                vw_reserve((void **)&nm->dccc, &c3, need, sizeof *nm->dccc))
                 return VW_ENOMEM;
             nm->dcap = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
         }
@@ -368,8 +354,8 @@ static void recompose_run(const tok_nfc_tables *t, tok_norm *nm, emit_state *st,
 
 static vw_status reserve_out(tok_norm *out, size_t extra) {
     size_t c1 = out->cap, c2 = out->cap;
-    if (tok_reserve((void **)&out->cp, &c1, out->n + extra, sizeof *out->cp) ||
-        tok_reserve((void **)&out->al, &c2, out->n + extra, sizeof *out->al))
+    if (vw_reserve((void **)&out->cp, &c1, out->n + extra, sizeof *out->cp) ||
+        vw_reserve((void **)&out->al, &c2, out->n + extra, sizeof *out->al))
         return VW_ENOMEM;
     out->cap = c1 < c2 ? c1 : c2;
     return VW_OK;
@@ -410,7 +396,7 @@ vw_status tok_normalize(const tok_nfc_tables *t, bool nfc, const uint32_t *in, s
             break;
         /* A run of r chars decomposes to at most 4r chars and recomposes to no more. */
         if ((rc = reserve_out(out, out->dn + (n - j))) ||
-            (rc = tok_reserve((void **)&pend, &pend_cap, out->dn + 1, sizeof *pend)))
+            (rc = vw_reserve((void **)&pend, &pend_cap, out->dn + 1, sizeof *pend)))
             break;
         recompose_run(t, out, &st, pend);
         i = j;

@@ -48,7 +48,7 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err) {
     size_t n = 0, cap = 0;
     vw_status rc = VW_OK;
     for (;;) {
-        if (tok_reserve((void **)&buf, &cap, n + 65536, 1)) {
+        if (vw_reserve((void **)&buf, &cap, n + 65536, 1)) {
             rc = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "tokenizer: reading %s", path);
             goto done;
         }
@@ -184,7 +184,7 @@ static vw_status emit(vw_encoding *out, int32_t id, int32_t s, int32_t e, vw_err
 static vw_status push_pc(tok_pcs *p, int32_t a, int32_t b, bool pre) {
     if (b <= a && !pre)
         return VW_OK;
-    if (tok_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
+    if (vw_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
         return VW_ENOMEM;
     p->v[p->n++] = (tok_pc){a, b, pre};
     return VW_OK;
@@ -193,9 +193,9 @@ static vw_status push_pc(tok_pcs *p, int32_t a, int32_t b, bool pre) {
 /* UTF-8 of the normalized segment, with byte <-> code point maps. */
 static vw_status build_nbuf(tok_ws *w) {
     size_t n = w->norm.n;
-    if (tok_reserve((void **)&w->nbuf, &w->nbuf_cap, 4 * n + 1, 1) ||
-        tok_reserve((void **)&w->nbyte, &w->nbyte_cap, n + 1, sizeof *w->nbyte) ||
-        tok_reserve((void **)&w->b2c, &w->b2c_cap, 4 * n + 1, sizeof *w->b2c))
+    if (vw_reserve((void **)&w->nbuf, &w->nbuf_cap, 4 * n + 1, 1) ||
+        vw_reserve((void **)&w->nbyte, &w->nbyte_cap, n + 1, sizeof *w->nbyte) ||
+        vw_reserve((void **)&w->b2c, &w->b2c_cap, 4 * n + 1, sizeof *w->b2c))
         return VW_ENOMEM;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -238,7 +238,7 @@ static vw_status split_pieces(tok_ws *w, const pcre2_code *re, bool invert, tok_
             continue;
         }
         if (p.pre) {
-            if (tok_reserve((void **)&w->tmp, &w->tmp_cap, slen + 1, 1))
+            if (vw_reserve((void **)&w->tmp, &w->tmp_cap, slen + 1, 1))
                 return oom(err);
             w->tmp[0] = ' ';
             memcpy(w->tmp + 1, subj, plen);
@@ -270,8 +270,8 @@ static vw_status model_piece(vw_tokenizer *tok, tok_ws *w, tok_pc p, vw_encoding
     size_t len;
     if (tok->byte_level) {
         size_t need = 2 * (r1 - r0 + 1);
-        if (tok_reserve((void **)&w->min, &w->min_cap, need, 1) ||
-            tok_reserve((void **)&w->pb2cp, &w->pb2cp_cap, need, sizeof *w->pb2cp))
+        if (vw_reserve((void **)&w->min, &w->min_cap, need, 1) ||
+            vw_reserve((void **)&w->pb2cp, &w->pb2cp_cap, need, sizeof *w->pb2cp))
             return oom(err);
         size_t k = 0;
         for (size_t r = r0; r < r1 + p.pre; r++) {
@@ -339,7 +339,7 @@ static vw_status encode_text(vw_tokenizer *tok, tok_ws *w, int32_t s, int32_t e,
         if (tok_added_find(&tok->norm, w->norm.cp, w->norm.n, 0, &w->seg2))
             return oom(err);
     } else if (nn > 0) {
-        if (tok_reserve((void **)&w->seg2.v, &w->seg2.cap, 1, sizeof *w->seg2.v))
+        if (vw_reserve((void **)&w->seg2.v, &w->seg2.cap, 1, sizeof *w->seg2.v))
             return oom(err);
         w->seg2.v[w->seg2.n++] = (tok_seg){0, nn, -1};
     }
@@ -377,7 +377,7 @@ vw_status vw_tok_encode(vw_tokenizer *tok, const char *text, size_t len, unsigne
             goto done;
         }
     } else if (w.ncps > 0) {
-        if (tok_reserve((void **)&w.seg1.v, &w.seg1.cap, 1, sizeof *w.seg1.v)) {
+        if (vw_reserve((void **)&w.seg1.v, &w.seg1.cap, 1, sizeof *w.seg1.v)) {
             rc = oom(err);
             goto done;
         }
