@@ -686,8 +686,12 @@ vw_status vw_engine_batch_status(const vw_engine_batch *b, size_t i, vw_err *err
     return b->st[i];
 }
 
-static double thread_s(void) {
+/* This thread's CPU seconds when t wants them (a system call: skipped
+ * otherwise, e.g. for vw_engine_score). */
+static double thread_s(const vw_engine_times *t) {
     struct timespec ts;
+    if (!t)
+        return 0;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
@@ -760,7 +764,7 @@ static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {
 }
 
 void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_engine_times *t) {
-    double t0 = thread_s();
+    double t0 = thread_s(t);
     entry_z **z = calloc(b->n ? b->n : 1, sizeof *z);
     if (!z) {
         for (size_t i = 0; i < b->n; i++)
@@ -769,7 +773,7 @@ void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_e
         return;
     }
     heads(e, b, z);
-    double t1 = thread_s(), t_env = 0;
+    double t1 = thread_s(t), t_env = 0;
     for (size_t i = 0; i < b->n; i++) {
         if (b->st[i] != VW_OK)
             continue;
@@ -782,10 +786,10 @@ void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_e
                 ? answer_plan(e, p, &b->x[i], b->rows ? b->rows + b->base[i] * e->ex->hidden : NULL,
                               z[i], answers, answered, &b->errs[i])
                 : VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "answers");
-        double te = thread_s();
+        double te = thread_s(t);
         if (st == VW_OK)
             st = vw_envelope_write(&out[i], p, answers, answered, e->has_broad, &b->errs[i]);
-        t_env += thread_s() - te;
+        t_env += thread_s(t) - te;
         b->st[i] = st;
         for (size_t q = 0; answers && q < nq; q++)
             if (answered && answered[q])
@@ -799,7 +803,7 @@ void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_e
         free_plan_z(z[i], b->plans[i]->req->n);
     free(z);
     if (t) {
-        double t2 = thread_s();
+        double t2 = thread_s(t);
         t->heads += t1 - t0;
         t->envelope += t_env;
         t->answers += t2 - t1 - t_env;
