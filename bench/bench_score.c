@@ -114,9 +114,10 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Plans and scores requests [k, k + n) of L as one micro-batch (pack,
- * execute, finish); adds the plan time to *plan_s and finish's to *times. */
+ * execute, finish); adds the plan's wall time to *plan_s, finish's to
+ * *finish_s and finish's thread CPU split by stage to *times. */
 static vw_status score_batch(vw_engine *e, const lines *L, size_t k, size_t n, double *plan_s,
-                             vw_engine_times *times, vw_err *err) {
+                             double *finish_s, vw_engine_times *times, vw_err *err) {
     vw_plan **plans = calloc(n, sizeof *plans);
     vw_sbuf *out = calloc(n, sizeof *out);
     size_t m = 0;
@@ -136,8 +137,11 @@ static vw_status score_batch(vw_engine *e, const lines *L, size_t k, size_t n, d
         st = vw_engine_pack(e, plans, m, &b, err);
     if (st == VW_OK)
         st = vw_engine_execute(e, b, err);
-    if (st == VW_OK)
+    if (st == VW_OK) {
+        t = now();
         vw_engine_finish(e, b, out, times);
+        *finish_s += now() - t;
+    }
     for (size_t i = 0; st == VW_OK && i < m; i++)
         st = vw_engine_batch_status(b, i, err);
     vw_engine_batch_free(b);
@@ -162,17 +166,17 @@ static int run(const char *bundle, const char *path, int reps, int batch, const 
     vw_engine *e = NULL;
     vw_status st = vw_engine_open(bundle, &opts, &e, &err);
     size_t n = L.n * (size_t)reps, n_calls = (n + (size_t)batch - 1) / (size_t)batch;
-    double *lat = calloc(n_calls, sizeof *lat), plan_s = 0, wall = 0;
+    double *lat = calloc(n_calls, sizeof *lat), plan_s = 0, finish_s = 0, wall = 0;
     vw_engine_times times = {0};
     if (st == VW_OK) /* warm-up: first-call allocations, caches */
-        st = score_batch(e, &L, 0, 1, &plan_s, &times, &err);
+        st = score_batch(e, &L, 0, 1, &plan_s, &finish_s, &times, &err);
     memset(&g_stage, 0, sizeof g_stage);
     memset(&times, 0, sizeof times);
-    plan_s = 0;
+    plan_s = finish_s = 0;
     for (size_t c = 0; st == VW_OK && c < n_calls; c++) {
         size_t k = c * (size_t)batch, m = n - k < (size_t)batch ? n - k : (size_t)batch;
         double t = now();
-        st = score_batch(e, &L, k, m, &plan_s, &times, &err);
+        st = score_batch(e, &L, k, m, &plan_s, &finish_s, &times, &err);
         lat[c] = now() - t;
         wall += lat[c];
     }
@@ -184,7 +188,12 @@ static int run(const char *bundle, const char *path, int reps, int batch, const 
         double p50 = nc % 2 ? lat[nc / 2] : 0.5 * (lat[nc / 2 - 1] + lat[nc / 2]);
         size_t i99 = (size_t)(0.99 * (double)nc);
         double p99 = lat[i99 < nc ? i99 : nc - 1];
-        double heads = times.heads, json = times.envelope;
+        /* Every share is wall time: finish's wall time split in the ratio of
+         * its thread CPU by stage (OpenBLAS threads in the heads' GEMMs count
+         * as the heads' wall time, not as CPU this thread did not spend). */
+        double cpu = times.heads + times.answers + times.envelope;
+        double heads = cpu > 0 ? finish_s * times.heads / cpu : 0;
+        double json = cpu > 0 ? finish_s * times.envelope / cpu : 0;
         double answers = wall - plan_s - g_stage.backbone - heads - json;
         int threads = openblas_get_num_threads();
         printf("%-10s %zu requests x %d, batch %d, %d threads: %.2f req/s, p50 %.2f ms, "
