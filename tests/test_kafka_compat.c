@@ -10,6 +10,7 @@
 #include "consumer.h"
 #include "kafka_conf.h"
 #include "kafka_harness.h"
+#include "util/file.h"
 
 #include <criterion/criterion.h>
 #include <librdkafka/rdkafka.h>
@@ -105,12 +106,8 @@ Test(kafka_compat, version_names_the_library_loaded) {
     char *args[] = {"version", NULL};
     cr_assert_eq(vw_kh_spawn("version", args, NULL, &p), 0);
     cr_assert_eq(vw_kh_stop(&p, 0, 10000), 0);
-    FILE *f = fopen(p.out_path, "r");
-    cr_assert_not_null(f);
-    char out[4096];
-    size_t n = fread(out, 1, sizeof out - 1, f);
-    fclose(f);
-    out[n] = 0;
+    char *out = vw_read_file(p.out_path, NULL);
+    cr_assert_not_null(out);
     char want[160];
     snprintf(want, sizeof want, "librdkafka: %s (built against ", rd_kafka_version_str());
     cr_assert(strstr(out, want), "names %s: %s", rd_kafka_version_str(), out);
@@ -121,6 +118,7 @@ Test(kafka_compat, version_names_the_library_loaded) {
     const char *on = vw_kafka_before(2, 3, 0) ? " on\n" : " off\n";
     cr_assert(!strncmp(eol - strlen(on) + 1, on, strlen(on)),
               "the #4312 row says whether it applies here (%s): %.60s", on, row);
+    free(out);
 }
 
 /* The worker started with one more setting (a VELA_ override) exits non-zero,
