@@ -126,30 +126,53 @@ static vw_status each_line(run *x, const char *path,
 
 /* ---- indexing: labels, baseline ------------------------------------------------------ */
 
+/* A line that does not parse: counted and reported; only out of memory stops
+ * the run. */
+static vw_status bad_line(run *x, vw_eval_file *f, const lines *l, const vw_err *why, vw_err *err) {
+    f->bad_lines++;
+    problem(x, f->path, l->no, "%s", why->msg);
+    return why->status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why->msg)
+                                    : VW_OK;
+}
+
+/* The join entry of id for one file: *e is NULL for a duplicate (reported and
+ * counted; the first line is used), else the entry, flagged and counted, with
+ * this line's position for a side read back later (VW_SIDE_LABELS,
+ * VW_SIDE_BASELINE; RESULTS: the results, streamed, keep none). */
+enum { RESULTS = -1 };
+static vw_status index_line(run *x, vw_eval_file *f, const lines *l, size_t len, const char *id,
+                            int side, unsigned flag, vw_eval_entry **e, vw_err *err) {
+    vw_status st = vw_eval_join_entry(&x->join, id, strlen(id), e, err);
+    if (st)
+        return st;
+    if ((*e)->flags & flag) {
+        f->duplicates++;
+        if (side == RESULTS)
+            problem(x, f->path, l->no, "request_id \"%.80s\" again (its first line is used)", id);
+        else
+            problem(x, f->path, l->no, "request_id \"%.80s\" again (line %u is used)", id,
+                    (*e)->line[side]);
+        *e = NULL;
+        return VW_OK;
+    }
+    f->records++;
+    (*e)->flags |= flag;
+    if (side != RESULTS) {
+        (*e)->off[side] = l->off;
+        (*e)->len[side] = (uint32_t)len;
+        (*e)->line[side] = (uint32_t)l->no;
+    }
+    return VW_OK;
+}
+
 static vw_status index_label(run *x, const lines *l, const char *s, size_t len, vw_err *err) {
     vw_eval_file *f = &x->r->labels;
     vw_eval_entry *e;
     vw_err why = {0};
-    vw_status st;
     f->lines++;
-    if (vw_eval_lab_parse(s, len, &x->lab, &why)) {
-        f->bad_lines++;
-        problem(x, f->path, l->no, "%s", why.msg);
-        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
-                                       : VW_OK;
-    }
-    st = vw_eval_join_entry(&x->join, x->lab.id, strlen(x->lab.id), &e, err);
-    if (!st && (e->flags & VW_JOIN_LABELS)) {
-        f->duplicates++;
-        problem(x, f->path, l->no, "request_id \"%.80s\" again (line %u is used)", x->lab.id,
-                e->line[VW_SIDE_LABELS]);
-    } else if (!st) {
-        f->records++;
-        e->flags |= VW_JOIN_LABELS;
-        e->off[VW_SIDE_LABELS] = l->off;
-        e->len[VW_SIDE_LABELS] = (uint32_t)len;
-        e->line[VW_SIDE_LABELS] = (uint32_t)l->no;
-    }
+    if (vw_eval_lab_parse(s, len, &x->lab, &why))
+        return bad_line(x, f, l, &why, err);
+    vw_status st = index_line(x, f, l, len, x->lab.id, VW_SIDE_LABELS, VW_JOIN_LABELS, &e, err);
     vw_eval_lab_clear(&x->lab);
     return st;
 }
@@ -158,27 +181,12 @@ static vw_status index_baseline(run *x, const lines *l, const char *s, size_t le
     vw_eval_file *f = &x->r->baseline;
     vw_eval_entry *e;
     vw_err why = {0};
-    vw_status st;
     f->lines++;
-    if (vw_eval_rec_parse(s, len, &x->b, &why)) {
-        f->bad_lines++;
-        problem(x, f->path, l->no, "%s", why.msg);
-        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
-                                       : VW_OK;
-    }
-    st = vw_eval_join_entry(&x->join, x->b.id, strlen(x->b.id), &e, err);
-    if (!st && (e->flags & VW_JOIN_BASELINE)) {
-        f->duplicates++;
-        problem(x, f->path, l->no, "request_id \"%.80s\" again (line %u is used)", x->b.id,
-                e->line[VW_SIDE_BASELINE]);
-    } else if (!st) {
-        f->records++;
-        e->flags |= VW_JOIN_BASELINE;
-        e->off[VW_SIDE_BASELINE] = l->off;
-        e->len[VW_SIDE_BASELINE] = (uint32_t)len;
-        e->line[VW_SIDE_BASELINE] = (uint32_t)l->no;
+    if (vw_eval_rec_parse(s, len, &x->b, &why))
+        return bad_line(x, f, l, &why, err);
+    vw_status st = index_line(x, f, l, len, x->b.id, VW_SIDE_BASELINE, VW_JOIN_BASELINE, &e, err);
+    if (!st && e)
         st = count_status(f, &x->b, err);
-    }
     vw_eval_rec_clear(&x->b);
     return st;
 }
@@ -273,19 +281,10 @@ static vw_status use_result(run *x, const lines *l, const char *s, size_t len, v
     vw_err why = {0};
     vw_status st;
     f->lines++;
-    if (vw_eval_rec_parse(s, len, &x->a, &why)) {
-        f->bad_lines++;
-        problem(x, f->path, l->no, "%s", why.msg);
-        return why.status == VW_ENOMEM ? VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg)
-                                       : VW_OK;
-    }
-    st = vw_eval_join_entry(&x->join, x->a.id, strlen(x->a.id), &e, err);
-    if (!st && (e->flags & VW_JOIN_RESULTS)) {
-        f->duplicates++;
-        problem(x, f->path, l->no, "request_id \"%.80s\" again (its first line is used)", x->a.id);
-    } else if (!st) {
-        f->records++;
-        e->flags |= VW_JOIN_RESULTS;
+    if (vw_eval_rec_parse(s, len, &x->a, &why))
+        return bad_line(x, f, l, &why, err);
+    st = index_line(x, f, l, len, x->a.id, RESULTS, VW_JOIN_RESULTS, &e, err);
+    if (!st && e) {
         vw_eval_entry at = *e; /* e moves if the index grows; nothing adds below */
         if (!(st = count_status(f, &x->a, err)) && !(st = register_questions(x, &x->a, err)) &&
             !(st = join_labels(x, &x->a, &at, err)))
