@@ -368,3 +368,23 @@ Test(kafka_worker, failed_commits_are_retried) {
     free(m);
     finish(&e);
 }
+
+/* A config without kafka.group.id joins the default group "vela-worker"
+ * (docs/worker.md "Configuration"); it crashed before (no consumer queue). */
+Test(kafka_worker, default_group_id) {
+    env e;
+    start(&e, NULL, NULL, NULL);
+    vw_kh_msg msgs[4];
+    for (int i = 0; i < 4; i++)
+        msgs[i] = (vw_kh_msg){.partition = i, .key = "k", .value = "{\"questions\":{}}"};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, 4, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 4, 30000);
+    if (json_array_size(res) != 4)
+        vw_kh_dump_log(&e.w);
+    cr_assert_eq(json_array_size(res), 4);
+    json_decref(res);
+    int64_t end[4] = {1, 1, 1, 1};
+    cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "vela-worker", "requests", 4, end, 15000), 0,
+                 "offsets committed in the default group");
+    finish(&e);
+}

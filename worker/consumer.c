@@ -532,9 +532,13 @@ static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_er
         snprintf(all, sizeof all, "%s%scgrp", dbg ? dbg : "", dbg ? "," : "");
         st = vw_conf_set(conf, "debug", all, err);
     }
-    /* Replay assigns partitions itself: a group id nobody joins, no commits. */
+    /* Replay assigns partitions itself: a group id nobody joins, no commits.
+     * The worker joins kafka.group.id, "vela-worker" when the config has none
+     * (config/worker.example.yaml, docs/worker.md "Configuration"). */
     if (!st && w->replay)
         st = vw_conf_set(conf, "group.id", "vela-worker-replay", err);
+    else if (!st && !vw_kafka_consumer_prop(cfg, "group.id"))
+        st = vw_conf_set(conf, "group.id", VW_DEFAULT_GROUP_ID, err);
     /* The delivery rule: offsets move only through the tracker. */
     if (!st)
         st = vw_conf_set(conf, "enable.auto.commit", "false", err);
@@ -602,6 +606,10 @@ vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
      * queue; its I/O event wakes the loop when it turns non-empty. */
     rd_kafka_poll_set_consumer(w->consumer);
     w->cons->cq = rd_kafka_queue_get_consumer(w->consumer);
+    if (!w->cons->cq) { /* librdkafka gives none without a group.id */
+        st = VW_FAIL(err, VW_EKAFKA, "kafka_client", "consumer: no consumer queue (group.id)");
+        goto done;
+    }
     rd_kafka_queue_io_event_enable(w->cons->cq, w->wake[1], "c", 1);
     w->cons->mq = rd_kafka_queue_new(w->consumer);
     if (!w->cons->mq) {

@@ -19,6 +19,9 @@ vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
 /* Applies a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
 
+/* The consumer group of a config without kafka.group.id. */
+#define VW_DEFAULT_GROUP_ID "vela-worker"
+
 /* A consumer property as the consumer gets it: kafka.consumer.<key>, else
  * kafka.<key> (the consumer section is applied last), else NULL. */
 const char *vw_kafka_consumer_prop(const vw_config *cfg, const char *key);

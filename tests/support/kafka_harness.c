@@ -385,7 +385,7 @@ int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *ext
     fprintf(f,
             "kafka:\n"
             "  bootstrap.servers: \"%s\"\n"
-            "  group.id: %s\n"
+            "%s%s%s"
             "  consumer:\n"
             "%s"
             "    fetch.wait.max.ms: 10\n"
@@ -396,7 +396,7 @@ int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *ext
             "metrics: {listen: \"127.0.0.1:0\", stats_interval_ms: 1000}\n"
             "log: {level: info, format: json}\n"
             "%s",
-            b->bootstrap, group,
+            b->bootstrap, group ? "  group.id: " : "", group ? group : "", group ? "\n" : "",
             vw_kh_kip848() ? "    group.protocol: consumer\n"
                            : "    session.timeout.ms: 6000\n"
                              "    heartbeat.interval.ms: 1000\n",

@@ -50,7 +50,8 @@ void vw_kh_broker_stop(vw_kh_broker *b);
  * heartbeat 1 s, as the classic configs set them on the client). */
 bool vw_kh_kip848(void);
 
-/* Writes a worker config for the broker: group `group`, the test timings of
+/* Writes a worker config for the broker: group `group` (NULL: no group.id
+ * key, the worker's default), the test timings of
  * docs/kafka-notes.md §1.5, test-echo processor, metrics on a free port,
  * plus extra_yaml (whole sections, may be NULL). Returns a path (static buffer
  * per call index is not kept: copy it). */
