@@ -8,6 +8,7 @@
 
 #include "canonical_json.h"
 #include "util/pystr.h"
+#include "util/reserve.h"
 
 static const struct {
     const char *name;
@@ -74,10 +75,8 @@ void vw_state_free(vw_state *st) {
 }
 
 static vw_status add_field(vw_state *st, const char *key, vw_role role, int64_t a, int64_t b) {
-    vw_field *f = realloc(st->fields, (st->n_fields + 1) * sizeof *f);
-    if (!f)
+    if (vw_reserve((void **)&st->fields, &st->cap_fields, st->n_fields + 1, sizeof *st->fields))
         return VW_ENOMEM;
-    st->fields = f;
     char *k = strdup(key);
     if (!k)
         return VW_ENOMEM;
@@ -123,6 +122,9 @@ static vw_status read_role(vw_state *st, vw_jref obj, vw_role role, char *msg, s
         return VW_OK;
     vw_sbuf sb = {0};
     vw_status s = VW_OK;
+    /* Code points of sb.p[0, counted): each byte is counted once, so a state
+     * of many keys costs linear time in its bytes. */
+    size_t counted = 0, cps = 0;
     json_object_foreach((json_t *)obj.v, k, v) {
         bool kn;
         if (key_role(k, &kn) != (int)role)
@@ -140,9 +142,11 @@ static vw_status read_role(vw_state *st, vw_jref obj, vw_role role, char *msg, s
         size_t head = sb.len;
         if ((s = content_text(&sb, (vw_jref){obj.doc, v})) != VW_OK)
             goto done;
-        int64_t a = (int64_t)vw_utf8_count(sb.p, head);
-        int64_t b = a + (int64_t)vw_utf8_count(sb.p + head, sb.len - head);
-        if ((s = add_field(st, k, role, a, b)) != VW_OK)
+        cps += vw_utf8_count(sb.p + counted, head - counted);
+        int64_t a = (int64_t)cps;
+        cps += vw_utf8_count(sb.p + head, sb.len - head);
+        counted = sb.len;
+        if ((s = add_field(st, k, role, a, (int64_t)cps)) != VW_OK)
             goto done;
     }
 done_text:

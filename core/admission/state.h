@@ -54,7 +54,7 @@ typedef struct vw_state {
     vw_part parts[VW_N_ROLES]; /* n_parts of them, in role order */
     size_t n_parts;
     vw_field *fields;
-    size_t n_fields;
+    size_t n_fields, cap_fields;
 } vw_state;
 
 /* msg receives the §1.2 message on VW_EINVAL (msg_cap bytes). */
