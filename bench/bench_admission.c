@@ -28,8 +28,7 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-#define QUESTIONS                                                                                  \
-    ",\"questions\":{\"q\":{\"type\":\"noul\",\"instructions\":\"Is this fine?\"}}}"
+#define QUESTIONS ",\"questions\":{\"q\":{\"type\":\"noul\",\"instructions\":\"Is this fine?\"}}}"
 
 /* The state of n keys in one form; TEXT has exactly OBJECT's bytes. */
 static char *request(size_t n, enum form f) {
@@ -37,8 +36,9 @@ static char *request(size_t n, enum form f) {
     vw_sbuf_puts(&sb, f == ARRAY ? "{\"state\":[[\"request\",\"Is this fine?\"]"
                                  : "{\"state\":{\"request\":\"Is this fine?\"");
     for (size_t i = 0; i < n; i++)
-        vw_sbuf_printf(&sb, f == ARRAY ? ",[\"key_%06zu\",\"value %zu\"]" : ",\"key_%06zu\":\"value %zu\"",
-                       i, i);
+        vw_sbuf_printf(
+            &sb, f == ARRAY ? ",[\"key_%06zu\",\"value %zu\"]" : ",\"key_%06zu\":\"value %zu\"", i,
+            i);
     vw_sbuf_puts(&sb, f == ARRAY ? "]" QUESTIONS : "}" QUESTIONS);
     char *s = vw_sbuf_take(&sb, NULL);
     if (s && f == TEXT) { /* "state":{...} -> "state":"the text ..." over the same bytes */
@@ -87,8 +87,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_admission: %s\n", err.msg);
         return 1;
     }
-    printf("keys     bytes    | admission s: object  text    array  | object/text | plan s: object  "
-           "text    array  | object/text\n");
+    printf(
+        "keys     bytes    | admission s: object  text    array  | object/text | plan s: object  "
+        "text    array  | object/text\n");
     for (size_t n = 8000; n <= max_keys; n = n * 2 > max_keys && n < max_keys ? max_keys : n * 2) {
         double adm[N_FORMS], pl[N_FORMS];
         size_t bytes = 0;

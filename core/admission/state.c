@@ -58,11 +58,31 @@ const vw_part *vw_state_part(const vw_state *st, vw_role r) {
     return NULL;
 }
 
-const vw_field *vw_state_field(const vw_state *st, const char *key) {
+static int by_key_cmp(const void *a, const void *b) {
+    return strcmp((*(const vw_field *const *)a)->key, (*(const vw_field *const *)b)->key);
+}
+
+/* The fields sorted by key, so a request of many `over` names against a
+ * state of many keys costs n log n, not n * m. Keys are unique (one JSON
+ * object's). */
+static vw_status index_fields(vw_state *st) {
+    if (!st->n_fields)
+        return VW_OK;
+    st->by_key = malloc(st->n_fields * sizeof *st->by_key);
+    if (!st->by_key)
+        return VW_ENOMEM;
     for (size_t i = 0; i < st->n_fields; i++)
-        if (!strcmp(st->fields[i].key, key))
-            return &st->fields[i];
-    return NULL;
+        st->by_key[i] = &st->fields[i];
+    qsort(st->by_key, st->n_fields, sizeof *st->by_key, by_key_cmp);
+    return VW_OK;
+}
+
+const vw_field *vw_state_field(const vw_state *st, const char *key) {
+    vw_field probe = {.key = (char *)key};
+    const vw_field *p = &probe;
+    const vw_field *const *hit =
+        st->by_key ? bsearch(&p, st->by_key, st->n_fields, sizeof *st->by_key, by_key_cmp) : NULL;
+    return hit ? *hit : NULL;
 }
 
 void vw_state_free(vw_state *st) {
@@ -71,6 +91,7 @@ void vw_state_free(vw_state *st) {
     for (size_t i = 0; i < st->n_fields; i++)
         free(st->fields[i].key);
     free(st->fields);
+    free(st->by_key);
     memset(st, 0, sizeof *st);
 }
 
@@ -231,6 +252,8 @@ vw_status vw_state_read(vw_jref state, vw_state *out, char *msg, size_t cap, vw_
     for (int r = 0; r < VW_N_ROLES && s == VW_OK; r++)
         s = read_role(out, state, (vw_role)r, msg, cap);
 done:
+    if (s == VW_OK)
+        s = index_fields(out);
     vw_json_free(inner);
     if (s == VW_ENOMEM)
         VW_FAIL(err, s, "oom", "reading the state");

@@ -55,6 +55,7 @@ typedef struct vw_state {
     size_t n_parts;
     vw_field *fields;
     size_t n_fields, cap_fields;
+    vw_field **by_key; /* [n_fields] the fields sorted by key (vw_state_field) */
 } vw_state;
 
 /* msg receives the §1.2 message on VW_EINVAL (msg_cap bytes). */
