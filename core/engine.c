@@ -118,6 +118,8 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
         st = vw_tok_load_json(tok_json, tok_len, &e->tok, err);
     if (st == VW_OK)
         st = admit_cfg_of(e->bundle, &e->acfg, err);
+    if (st == VW_OK && opts)
+        e->acfg->max_request_tokens = opts->max_request_tokens;
     if (st == VW_OK)
         st = vw_renderer_new(e->acfg, vw_encoder_tok(e->tok), &e->rend, err);
     if (st == VW_OK)
@@ -238,20 +240,6 @@ vw_status vw_engine_plan(const vw_engine *e, const char *body, size_t len, vw_pl
 vw_status vw_engine_plan_doc(const vw_engine *e, size_t len, const vw_json_doc *doc, vw_plan **plan,
                              int *status, vw_errlist *detail, vw_err *err) {
     return vw_plan_request_doc(e->rend, len, doc, plan, status, detail, err);
-}
-
-int64_t vw_engine_plan_cost(const vw_plan *p) {
-    int64_t n = 0;
-    for (size_t t = 0; t < p->n_trees; t++) {
-        const vw_ptree *tr = &p->trees[t];
-        int64_t blocks = 0;
-        for (size_t b = 0; b < tr->n_blocks; b++)
-            if (tr->blocks[b].read)
-                blocks += (int64_t)tr->blocks[b].ids.n;
-        if (blocks)
-            n += (int64_t)tr->prefix.n + blocks;
-    }
-    return n;
 }
 
 /* ---- answering ------------------------------------------------------------ */

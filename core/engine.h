@@ -47,7 +47,8 @@ typedef vw_status (*vw_executor_factory)(const vw_bundle *b, void *ctx, vw_execu
 typedef struct vw_engine_opts {
     vw_executor_factory make_executor; /* NULL: the CPU reference backbone */
     void *make_ctx;
-    int noul_calibration; /* -1: calibration.json's default; 0 off; 1 on */
+    int noul_calibration;       /* -1: calibration.json's default; 0 off; 1 on */
+    int64_t max_request_tokens; /* plans running more model tokens: 413 (Decision 9); 0: none */
 } vw_engine_opts;
 
 /* Opens and verifies the package in dir (bundle.h), loads its tokenizer,
@@ -68,9 +69,6 @@ vw_status vw_engine_plan(const vw_engine *e, const char *body, size_t len, vw_pl
 /* The same for a body of len bytes already parsed into doc (borrowed). */
 vw_status vw_engine_plan_doc(const vw_engine *e, size_t len, const vw_json_doc *doc, vw_plan **plan,
                              int *status, vw_errlist *detail, vw_err *err);
-
-/* Tokens the executor will run for this plan (executed trees only). */
-int64_t vw_engine_plan_cost(const vw_plan *p);
 
 /* Scores n plans in one executor call and writes each envelope (a JSON object:
  * answers, usage, then spans, span_heads, sets, thresholds when present) into

@@ -198,7 +198,7 @@ static walk run_cases(vw_cuda_precision precision) {
         vw_err err = {0};
         int status = 0;
         cr_assert_eq(vw_acase_plan(ec, c, &p, &status, &rej, &err), VW_OK, "%s", err.msg);
-        int64_t cost = p ? vw_engine_plan_cost(p) : 0;
+        int64_t cost = p ? vw_plan_cost(p) : 0;
         vw_plan_free(p);
         vw_sbuf_free(&rej);
         if (cost > max_tokens)

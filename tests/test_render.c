@@ -250,6 +250,45 @@ Test(render_small, long_span_target_is_windowed) { /* hybrid_rmax 128, window 96
     vw_plan_free(p);
 }
 
+/* Decision 9: a plan that would run more model tokens than
+ * max_request_tokens is a 413 at ["body"]; at the limit it is planned. */
+Test(render_small, request_over_the_token_limit_is_413) {
+    char text[2000] = "", body[4096];
+    for (int i = 0; i < 40; i++) {
+        char w[16];
+        snprintf(w, sizeof w, "%slorem%d", i ? " " : "", i);
+        strcat(text, w);
+    }
+    snprintf(body, sizeof body,
+             "{\"state\":{\"request\":\"%s\"},\"questions\":{\"p\":{\"type\":\"span\","
+             "\"instructions\":\"x\",\"criteria\":{\"L\":\"d\"}}}}",
+             text);
+    vw_errlist d = {0};
+    vw_plan *p = plan_of(body, 200, &d);
+    int64_t cost = 0; /* every executed tree: its prefix and read blocks */
+    for (size_t t = 0; t < p->n_trees; t++) {
+        int64_t read = 0;
+        for (size_t b = 0; b < p->trees[t].n_blocks; b++)
+            read += p->trees[t].blocks[b].read ? (int64_t)p->trees[t].blocks[b].ids.n : 0;
+        cost += read ? (int64_t)p->trees[t].prefix.n + read : 0;
+    }
+    cr_assert_gt(p->n_trees, 2, "windowed");
+    cr_expect_eq(vw_plan_cost(p), cost);
+    vw_plan_free(p);
+    cfg->max_request_tokens = cost;
+    vw_plan_free(plan_of(body, 200, &d));
+    cfg->max_request_tokens = cost - 1;
+    cr_expect_null(plan_of(body, 413, &d));
+    char *dj = proc_detail_json(&d), want[256];
+    snprintf(want, sizeof want,
+             "[{\"loc\":[\"body\"],\"msg\":\"the request would run %lld tokens through the "
+             "model, more than the limit of %lld\",\"type\":\"too_long\"}]",
+             (long long)cost, (long long)(cost - 1));
+    cr_expect_str_eq(dj, want);
+    free(dj);
+    vw_errlist_free(&d);
+}
+
 Test(render, executor_readout_order) {
     vw_errlist d = {0};
     vw_plan *p =

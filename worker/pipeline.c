@@ -54,7 +54,7 @@ static vw_status pipe_admit(vw_processor *p, const vw_record *rec, vw_admission 
             : vw_engine_plan(pl->engine, rec->value, rec->value_len, &plan, &status, &detail, err);
     if (st == VW_OK && plan) {
         out->item = plan;
-        out->tokens = vw_engine_plan_cost(plan);
+        out->tokens = vw_plan_cost(plan);
     } else if (st == VW_OK) {
         vw_sbuf sb = {0};
         vw_plan_write_rejection(&sb, status, &detail);
@@ -176,7 +176,8 @@ static const vw_processor_ops pipeline_ops = {
 vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor **out,
                            vw_err *err) {
     *out = NULL;
-    vw_engine_opts opts = {.noul_calibration = -1};
+    vw_engine_opts opts = {.noul_calibration = -1,
+                           .max_request_tokens = cfg->limits.max_request_tokens};
     pipeline *pl = calloc(1, sizeof *pl);
     vw_processor *p = calloc(1, sizeof *p);
     if (!pl || !p) {

@@ -35,13 +35,15 @@ typedef enum vw_preset {
 const char *vw_preset_name(vw_preset p);
 
 typedef struct vw_admit_cfg {
-    int64_t max_length;       /* config.json max_length */
-    int64_t hybrid_rmax;      /* span_layout.hybrid_rmax (2048): repeat targets up to this */
-    int64_t window;           /* span_layout.window (1800) */
-    int64_t stride;           /* span_layout.stride (1536) */
-    bool broad;               /* broad head present: file + non-empty calibration block */
-    size_t max_request_bytes; /* 0: no limit (set by the caller after loading) */
-    vw_json_doc *cal;         /* calibration.json, owned */
+    int64_t max_length;         /* config.json max_length */
+    int64_t hybrid_rmax;        /* span_layout.hybrid_rmax (2048): repeat targets up to this */
+    int64_t window;             /* span_layout.window (1800) */
+    int64_t stride;             /* span_layout.stride (1536) */
+    bool broad;                 /* broad head present: file + non-empty calibration block */
+    size_t max_request_bytes;   /* 0: no limit (set by the caller after loading) */
+    int64_t max_request_tokens; /* model tokens of one plan (vw_plan_cost), more: 413
+                                   (Decision 9); 0: no limit (set by the caller) */
+    vw_json_doc *cal;           /* calibration.json, owned */
     const json_t *schema[VW_N_PRESETS]; /* *_schema objects, NULL when absent */
     const json_t *pii_types;            /* array of strings, or NULL */
     const json_t *router_sets;          /* broad_head.router_label_sets (non-empty array) or NULL */

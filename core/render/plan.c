@@ -388,6 +388,39 @@ static vw_status too_long(const vw_plan *p, int *status, vw_errlist *detail) {
     return VW_OK;
 }
 
+int64_t vw_plan_cost(const vw_plan *p) {
+    int64_t n = 0;
+    for (size_t t = 0; t < p->n_trees; t++) {
+        const vw_ptree *tr = &p->trees[t];
+        int64_t blocks = 0;
+        for (size_t b = 0; b < tr->n_blocks; b++)
+            if (tr->blocks[b].read)
+                blocks += (int64_t)tr->blocks[b].ids.n;
+        if (blocks)
+            n += (int64_t)tr->prefix.n + blocks;
+    }
+    return n;
+}
+
+/* Decision 9: a plan that would run more model tokens than the limit is
+ * refused whole (a long document's windows are one answer). */
+static vw_status too_costly(const vw_plan *p, int64_t limit, int *status, vw_errlist *detail) {
+    int64_t cost = vw_plan_cost(p);
+    if (limit <= 0 || cost <= limit)
+        return VW_OK;
+    *status = 413;
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "the request would run %lld tokens through the model, more than the limit of %lld",
+             (long long)cost, (long long)limit);
+    vw_loc loc = {0};
+    vw_status st = vw_loc_add_str(&loc, "body", 4);
+    if (!st)
+        st = vw_errlist_add(detail, &loc, msg, VW_ET_TOO_LONG);
+    vw_loc_free(&loc);
+    return st;
+}
+
 vw_status vw_plan_build(const vw_renderer *r, vw_request *req, vw_plan **out, int *status,
                         vw_errlist *detail, vw_err *err) {
     *out = NULL;
@@ -413,8 +446,9 @@ vw_status vw_plan_build(const vw_renderer *r, vw_request *req, vw_plan **out, in
     for (size_t i = 0; i < b.p->n_rows; i++)
         if (b.p->rows[i].fits)
             b.p->input_tokens += b.p->rows[i].tokens;
-    if ((st = too_long(b.p, status, detail)))
+    if ((st = too_long(b.p, status, detail)) || *status != 200)
         goto done;
+    st = too_costly(b.p, b.cfg->max_request_tokens, status, detail);
 done:
     for (size_t i = 0; b.qt && i < req->n; i++)
         vw_qtoks_free(&b.qt[i]);

@@ -24,7 +24,9 @@
  * it owns (vw_plan_exec_free); its vw_tree point into the plan, which must
  * outlive it. Thread-safety: a built plan is immutable.
  * Errors: VW_OK when a decision was reached (status 200 with a plan, or 413
- * with detail when no row fits, Decision 1); VW_ENOMEM; tokenizer errors.
+ * with detail when no row fits, Decision 1, or when the plan would run more
+ * than the configuration's max_request_tokens, Decision 9); VW_ENOMEM;
+ * tokenizer errors.
  */
 #ifndef VW_PLAN_H
 #define VW_PLAN_H
@@ -119,6 +121,10 @@ typedef struct vw_plan_exec_out {
 } vw_plan_exec_out;
 
 vw_status vw_plan_exec(const vw_plan *p, vw_plan_exec_out *out, vw_err *err);
+
+/* Tokens the executor will run for this plan: each executed tree's prefix
+ * and read blocks (its cost against batching budgets and max_request_tokens). */
+int64_t vw_plan_cost(const vw_plan *p);
 void vw_plan_exec_free(vw_plan_exec_out *out);
 
 #ifdef __cplusplus

@@ -46,6 +46,8 @@ static const field fields[] = {
     {"processing", "threads", F_INT, OFF(processing.threads), 0, 1024, NULL},
     {"limits", "max_request_bytes", F_INT, OFF(limits.max_request_bytes), 1, 1000000000, NULL},
     {"limits", "max_in_flight", F_INT, OFF(limits.max_in_flight), 1, 10000000, NULL},
+    {"limits", "max_request_tokens", F_INT, OFF(limits.max_request_tokens), 0, 1000000000, NULL},
+    {"limits", "slow_record_ms", F_INT, OFF(limits.slow_record_ms), 0, 3600000, NULL},
     {"delivery", "mode", F_ENUM, OFF(delivery.mode), 0, 0, modes},
     {"delivery", "commit_interval_ms", F_INT, OFF(delivery.commit_interval_ms), 1, 600000, NULL},
     {"delivery", "retry_backoff_ms", F_INT, OFF(delivery.retry_backoff_ms), 1, 600000, NULL},
@@ -468,6 +470,8 @@ static vw_status validate(parse_ctx *c) {
     }
     if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms)
         return bad(c, -1, "delivery.retry_backoff_max_ms", "must be >= delivery.retry_backoff_ms");
+    if (cfg->limits.max_request_tokens < 0)
+        cfg->limits.max_request_tokens = VW_REQUEST_TOKENS_PER_BATCH * cfg->batching.max_tokens;
     return VW_OK;
 }
 
@@ -487,6 +491,8 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->processing.threads = 0;
     cfg->limits.max_request_bytes = 1048576;
     cfg->limits.max_in_flight = 1024;
+    cfg->limits.max_request_tokens = -1; /* 4 x batching.max_tokens (validate) */
+    cfg->limits.slow_record_ms = 1000;
     cfg->delivery.mode = VW_DELIVERY_AT_LEAST_ONCE;
     cfg->delivery.commit_interval_ms = 100;
     cfg->delivery.retry_backoff_ms = 100;

@@ -40,6 +40,9 @@ typedef struct vw_kvlist {
 
 typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode;
 
+/* limits.max_request_tokens by default: this many full micro-batches. */
+#define VW_REQUEST_TOKENS_PER_BATCH 4
+
 typedef struct vw_config {
     char *source; /* file name used in messages */
     struct {
@@ -67,8 +70,12 @@ typedef struct vw_config {
                             0: one per online CPU */
     } processing;
     struct {
-        int64_t max_request_bytes; /* larger records are rejected with 413 */
-        int64_t max_in_flight;     /* admitted but unacknowledged records before pausing */
+        int64_t max_request_bytes;  /* larger records are rejected with 413 */
+        int64_t max_in_flight;      /* admitted but unacknowledged records before pausing */
+        int64_t max_request_tokens; /* model tokens of one request (more: 413, Decision 9);
+                                       default VW_REQUEST_TOKENS_PER_BATCH x batching.max_tokens,
+                                       0: no limit */
+        int64_t slow_record_ms;     /* admission + plan longer than this: logged and counted */
     } limits;
     struct {
         vw_delivery_mode mode;
