@@ -65,7 +65,8 @@ static vw_status make_timed(const vw_bundle *b, void *ctx, vw_executor **out, vw
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "timed executor");
     }
     if (st == VW_OK) {
-        *ex = (vw_executor){&TIMED_OPS, inner->hidden, inner->vocab, inner};
+        *ex = (vw_executor){
+            .ops = &TIMED_OPS, .hidden = inner->hidden, .vocab = inner->vocab, .impl = inner};
         *out = ex;
     }
     return st;

@@ -4,6 +4,7 @@
 #include "engine.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +42,21 @@ struct vw_engine {
     vw_span_head router, broad;
     bool has_broad;
     bool noul_calibration;
+    atomic_bool cancel;     /* vw_engine_cancel: the executor stops between trees */
     vw_tensor_f32 *tensors; /* FP32 head weights the heads point into */
     size_t n_tensors, cap_tensors;
     char model[256];
 };
 
 /* ---- loading -------------------------------------------------------------- */
+
+static bool engine_cancelled(void *ctx) {
+    return atomic_load_explicit(&((vw_engine *)ctx)->cancel, memory_order_relaxed);
+}
+
+void vw_engine_cancel(vw_engine *e) {
+    atomic_store(&e->cancel, true);
+}
 
 /* vw_tensor_lookup over the bundle: keeps every FP32 copy alive in the engine. */
 static vw_status lookup_tensor(void *ctx, const char *name, vw_tensor_view *out, vw_err *err) {
@@ -140,6 +150,10 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
             st = opts->make_executor(e->bundle, opts->make_ctx, &e->ex, err);
         else
             st = vw_backbone_cpu_new(e->bundle, &e->ex, err);
+    }
+    if (st == VW_OK) {
+        e->ex->cancelled = engine_cancelled;
+        e->ex->cancel_ctx = e;
     }
     if (st == VW_OK && e->ex->hidden != e->cand.hidden)
         st = VW_FAIL(err, VW_EINVAL, "bad_shape",

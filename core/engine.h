@@ -56,6 +56,11 @@ typedef struct vw_engine_opts {
 vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine **out, vw_err *err);
 void vw_engine_free(vw_engine *e);
 
+/* Asks the executor to stop the forward at hand (between trees) and every
+ * later one with VW_ETRANSIENT, type "cancelled": the owner is shutting down
+ * and will not use the results. Any thread; cannot fail. */
+void vw_engine_cancel(vw_engine *e);
+
 /* "model_name@revision" for the vela-model header (borrowed). */
 const char *vw_engine_model(const vw_engine *e);
 /* The executor's name ("cpu", "cuda"). */

@@ -310,7 +310,10 @@ static vw_status make_replay(const vw_bundle *b, void *ctx, vw_executor **out, v
     vw_executor *ex = calloc(1, sizeof *ex);
     if (!ex)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "replay executor");
-    *ex = (vw_executor){&REPLAY_OPS, r->hidden, vw_bundle_backbone_config(b)->vocab, r};
+    *ex = (vw_executor){.ops = &REPLAY_OPS,
+                        .hidden = r->hidden,
+                        .vocab = vw_bundle_backbone_config(b)->vocab,
+                        .impl = r};
     *out = ex;
     return VW_OK;
 }

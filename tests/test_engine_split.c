@@ -44,7 +44,8 @@ static vw_status make_narrow(const vw_bundle *b, void *ctx, vw_executor **out, v
         return st;
     vw_executor *ex = calloc(1, sizeof *ex);
     cr_assert_not_null(ex);
-    *ex = (vw_executor){&narrow_ops, nw->inner->hidden, nw->inner->vocab, nw};
+    *ex = (vw_executor){
+        .ops = &narrow_ops, .hidden = nw->inner->hidden, .vocab = nw->inner->vocab, .impl = nw};
     *out = ex;
     return VW_OK;
 }

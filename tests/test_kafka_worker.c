@@ -388,3 +388,54 @@ Test(kafka_worker, default_group_id) {
                  "offsets committed in the default group");
     finish(&e);
 }
+
+/* A record whose admission (the plan) takes 9 s, longer than
+ * max.poll.interval.ms at its smallest (librdkafka wants at least
+ * session.timeout.ms: 6 s here), on partition 0: the other partitions'
+ * records are answered meanwhile, the group does not rebalance, and the slow
+ * record is answered, logged and counted in slow_records_total. When the
+ * plan ran on the Kafka thread, every partition waited for it and the
+ * member left the group. */
+Test(kafka_worker, slow_record_does_not_stall_the_others) {
+    env e;
+    char *extra_env[] = {"VW_TEST_ECHO_SLOW=slow:9000",
+                         "VELA_KAFKA_CONSUMER_MAX_POLL_INTERVAL_MS=6000", NULL};
+    start(&e, "slow", "limits: {slow_record_ms: 2000}\n", extra_env);
+    vw_kh_msg warm = {.partition = 1, .key = "warm", .value = "{\"questions\":{}}"};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", &warm, 1, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 1, 30000);
+    cr_assert_eq(json_array_size(res), 1, "the worker joined and answers");
+    json_decref(res);
+    int port = vw_kh_metrics_port(&e.w, 1000), code;
+    char *m = vw_kh_http_get(port, "/metrics", &code);
+    double rebalances = metric(m, "vela_worker_rebalances_total");
+    free(m);
+    enum { OTHERS = 30, BEHIND = 10 };
+    vw_kh_msg msgs[1 + OTHERS + BEHIND];
+    msgs[0] = (vw_kh_msg){.partition = 0, .key = "slow", .value = "{\"questions\":{}}"};
+    for (int i = 0; i < OTHERS + BEHIND; i++) /* the others; the last ten behind it on 0 */
+        msgs[1 + i] = (vw_kh_msg){.partition = i < OTHERS ? 1 + i % 3 : 0,
+                                  .key = i < OTHERS ? "other" : "behind",
+                                  .value = "{\"questions\":{}}"};
+    int64_t t0 = vw_kh_now_ms();
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", msgs, 1 + OTHERS + BEHIND, NULL, NULL),
+                 0);
+    res = vw_kh_consume(e.b.bootstrap, "results", 1 + OTHERS, 8000);
+    int64_t others_ms = vw_kh_now_ms() - t0;
+    cr_assert_eq(json_array_size(res), 1 + OTHERS, "the other partitions answered in %lld ms",
+                 (long long)others_ms);
+    cr_assert_null(by_key(res, "slow"), "the slow record is still being admitted");
+    cr_log_info("other partitions answered in %lld ms while one record took 9 s",
+                (long long)others_ms);
+    json_decref(res);
+    res = vw_kh_consume(e.b.bootstrap, "results", 2 + OTHERS + BEHIND, 30000);
+    cr_assert_eq(json_array_size(res), 2 + OTHERS + BEHIND);
+    cr_assert_not_null(by_key(res, "slow"));
+    json_decref(res);
+    cr_assert_eq(vw_kh_count_log(&e.w, "\"msg\":\"slow record\""), 1);
+    m = vw_kh_http_get(port, "/metrics", &code);
+    cr_assert_eq(metric(m, "vela_worker_slow_records_total"), 1);
+    cr_assert_eq(metric(m, "vela_worker_rebalances_total"), rebalances, "no rebalance");
+    free(m);
+    finish(&e);
+}

@@ -741,9 +741,10 @@ static size_t room(struct vw_worker *w) {
     if (full && !w->cons->backpressure)
         vw_metrics_inc(w->metrics, VW_M_BACKPRESSURE, 1);
     w->cons->backpressure = full;
+    size_t lane = vw_worker_admit_room(w); /* in-flight records include the lane's */
     if (w->replay)
-        return 1000;
-    return full ? 0 : max - in_flight;
+        return lane;
+    return full ? 0 : (max - in_flight < lane ? max - in_flight : lane);
 }
 
 bool vw_consumer_poll(struct vw_worker *w) {

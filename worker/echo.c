@@ -17,6 +17,8 @@ typedef struct echo {
     long retry_n;
     char *huge_id; /* VW_TEST_ECHO_HUGE request id, or NULL */
     long delay_ms;
+    char *slow_id; /* VW_TEST_ECHO_SLOW request id, or NULL */
+    long slow_ms;
 } echo;
 
 typedef struct echo_item {
@@ -61,7 +63,11 @@ static vw_status echo_value(const json_t *questions, const vw_record *rec, int64
 }
 
 static vw_status echo_admit(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err) {
-    (void)p;
+    const echo *e = p->impl;
+    if (e->slow_id && !strcmp(e->slow_id, rec->request_id)) {
+        struct timespec ts = {e->slow_ms / 1000, (e->slow_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     vw_json_doc *doc = NULL; /* parsed here when the worker did not */
     vw_json_error jerr;
     vw_sbuf sb = {0};
@@ -201,6 +207,7 @@ static void echo_destroy(vw_processor *p) {
     if (e) {
         free(e->retry_id);
         free(e->huge_id);
+        free(e->slow_id);
         free(e);
     }
     free(p);
@@ -219,6 +226,18 @@ static const vw_processor_ops echo_ops = {
     .destroy = echo_destroy,
 };
 
+/* A test hook "<request-id>:<n>" (n >= 1) from the environment variable var;
+ * *id stays NULL when it is unset or empty. */
+static vw_status id_and_number(const char *var, char **id, long *n, vw_err *err) {
+    const char *v = getenv(var), *colon = v ? strrchr(v, ':') : NULL;
+    if (!v || !*v)
+        return VW_OK;
+    if (!colon || (*n = strtol(colon + 1, NULL, 10)) < 1)
+        return VW_FAIL(err, VW_EINVAL, "bad_test_hook", "%s=%s: want id:n", var, v);
+    *id = strndup(v, (size_t)(colon - v));
+    return *id ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "echo processor");
+}
+
 vw_status vw_echo_processor_new(vw_processor **out, vw_err *err) {
     *out = NULL;
     vw_processor *p = calloc(1, sizeof *p);
@@ -227,17 +246,13 @@ vw_status vw_echo_processor_new(vw_processor **out, vw_err *err) {
         goto oom;
     p->ops = &echo_ops;
     p->impl = e;
-    const char *retry = getenv("VW_TEST_ECHO_RETRY"), *huge = getenv("VW_TEST_ECHO_HUGE"),
-               *delay = getenv("VW_TEST_ECHO_DELAY_MS");
-    if (retry && *retry) {
-        const char *colon = strrchr(retry, ':');
-        if (!colon || (e->retry_n = strtol(colon + 1, NULL, 10)) < 1) {
-            echo_destroy(p);
-            return VW_FAIL(err, VW_EINVAL, "bad_test_hook", "VW_TEST_ECHO_RETRY=%s: want id:n",
-                           retry);
-        }
-        if (!(e->retry_id = strndup(retry, (size_t)(colon - retry))))
-            goto oom;
+    const char *huge = getenv("VW_TEST_ECHO_HUGE"), *delay = getenv("VW_TEST_ECHO_DELAY_MS");
+    vw_status st = id_and_number("VW_TEST_ECHO_RETRY", &e->retry_id, &e->retry_n, err);
+    if (!st)
+        st = id_and_number("VW_TEST_ECHO_SLOW", &e->slow_id, &e->slow_ms, err);
+    if (st) {
+        echo_destroy(p);
+        return st;
     }
     if (huge && *huge && !(e->huge_id = strdup(huge)))
         goto oom;

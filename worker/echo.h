@@ -15,7 +15,10 @@
  *                                          (larger than the producer's
  *                                          message.max.bytes: dead-letter path);
  *   VW_TEST_ECHO_DELAY_MS="<ms>"           each batch's execute step (the
- *                                          executor thread) sleeps that long.
+ *                                          executor thread) sleeps that long;
+ *   VW_TEST_ECHO_SLOW="<request-id>:<ms>"  admit of that request (an
+ *                                          admission thread) sleeps ms: a
+ *                                          heavy record's plan.
  * It is never selected by default. */
 vw_status vw_echo_processor_new(vw_processor **out, vw_err *err);
 

@@ -143,16 +143,13 @@ const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition) {
     return NULL;
 }
 
-/* One allocation holds the item, its request id, key and value, and, for a
- * record the worker-level checks reject, its final result value: the checks
- * run on the consumed bytes first, writing that value into w->scratch. A
- * record they pass leaves its parsed value in *doc (admit's; NULL on
- * failure or out of memory). */
-static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint32_t epoch,
-                         vw_json_doc **doc) {
+/* One allocation holds the item, its request id, key and value: all the
+ * Kafka thread does with a consumed record (the checks and the plan run on an
+ * admission thread, see "Admission" below). NULL when out of memory. */
+static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint32_t epoch) {
     const void *hid, *reply;
     size_t hid_len, reply_len, id_len;
-    char src[VW_SOURCE_MAX], idbuf[256];
+    char src[VW_SOURCE_MAX];
     rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
     if (rd_kafka_message_headers(m, &hdrs))
         hdrs = NULL;
@@ -160,43 +157,21 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
     const char *id = vw_request_id_pick(w->topic, m->partition, m->offset, hid, hid_len, m->key,
                                         m->key_len, src, &id_len);
-    char *idc = id_len < sizeof idbuf ? idbuf : malloc(id_len + 1);
-    if (!idc)
-        return NULL;
-    memcpy(idc, id, id_len);
-    idc[id_len] = 0;
-    rd_kafka_timestamp_type_t tstype;
-    int64_t ts = rd_kafka_message_timestamp(m, &tstype);
     size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
-    vw_record rec = {w->topic, m->partition, m->offset, ts,  m->key,
-                     key_len,  m->payload,   value_len, idc, NULL};
-    int status = 0;
-    char type[VW_REJECT_TYPE_MAX] = "";
-    bool rejected = vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, &w->scratch,
-                                         &status, type, doc);
-    bool oom = rejected && vw_sbuf_status(&w->scratch);
-    if (oom) /* the out-of-memory mark is sticky: start the next record afresh */
-        vw_sbuf_free(&w->scratch);
-    size_t out_len = rejected && !oom ? w->scratch.len : 0;
-    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len + out_len);
-    if (!it) {
-        if (idc != idbuf)
-            free(idc);
-        vw_json_free(*doc);
-        *doc = NULL;
+    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len);
+    if (!it)
         return NULL;
-    }
     memset(it, 0, sizeof *it);
+    rd_kafka_timestamp_type_t tstype;
     it->proc = w->proc;
     it->partition = m->partition;
     it->offset = m->offset;
     it->epoch = epoch;
-    it->timestamp = ts;
+    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
     it->admitted_ms = w->turn_ms;
     it->request_id = it->data;
-    memcpy(it->request_id, idc, id_len + 1);
-    if (idc != idbuf)
-        free(idc);
+    memcpy(it->request_id, id, id_len); /* id may point into m: copied before m goes */
+    it->request_id[id_len] = 0;
     it->key = m->key ? it->data + id_len + 1 : NULL;
     it->key_len = key_len;
     if (key_len)
@@ -206,37 +181,7 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     if (value_len)
         memcpy(it->value, m->payload, value_len);
     it->reply_topic = vw_reply_topic(w->cfg, reply, reply_len);
-    if (oom) {
-        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
-    } else if (rejected) {
-        it->kind = VW_RESULT_RECORD;
-        it->vela_status = status;
-        vw_item_set_type(it, type);
-        it->out_value = (char *)it->value + value_len;
-        it->out_len = out_len;
-        it->out_inline = true;
-        memcpy(it->out_value, w->scratch.p, out_len);
-    }
     return it;
-}
-
-/* The processor's admit, for a record the worker-level checks passed (doc:
- * the value they parsed, or NULL). Leaves the item either with a finished
- * result, or with a pending processor item. */
-static void admit(struct vw_worker *w, vw_item *it, const vw_json_doc *doc) {
-    vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp,  it->key,
-                     it->key_len, it->value,     it->value_len, it->request_id, doc};
-    vw_err err = {0};
-    vw_admission adm = {0};
-    if (w->proc->ops->admit(w->proc, &rec, &adm, &err)) {
-        vw_result_clear(&adm.result);
-        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
-    } else if (adm.finished) {
-        vw_item_take(it, &adm.result);
-    } else {
-        it->proc_item = adm.item;
-        it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
-    }
 }
 
 void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
@@ -258,35 +203,138 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
         return;
     }
     vw_metrics_inc(w->metrics, VW_M_RECORDS_IN, 1);
-    vw_json_doc *doc = NULL;
-    /* Per record: the monotonic clock (vDSO, ~25 ns), not the thread CPU
-     * clock (a system call, ~550 ns here: three per record doubled the
-     * rejection path's cost); turn() shares the intake's CPU time out by
-     * these wall times. */
-    double c0 = vw_now_s();
-    vw_item *it = new_item(w, m, epoch, &doc);
-    double c1 = vw_now_s();
-    w->admission_s += c1 - c0;
-    if (!it) {
-        /* Out of memory: the tracked offset stays PENDING, so nothing past it
-         * is committed; the worker stops (exit 1) rather than hold the
-         * partition still, and a restart answers the record. */
-        VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
-               w->topic, (int)m->partition, (long long)m->offset);
-        vw_worker_set_fatal(w);
+    vw_item *it = new_item(w, m, epoch);
+    /* The lane has room: intake takes at most vw_worker_admit_room records. */
+    if (it && vw_queue_try_push(w->to_admit, it)) {
+        w->n_admitting++;
         return;
     }
-    if (it->kind == VW_RESULT_RECORD && !it->out_value)
-        admit(w, it, doc);
-    vw_json_free(doc);
-    w->plan_s += vw_now_s() - c1;
-    if (it->proc_item) {
-        if (vw_batcher_push(w->batcher, it, it->tokens, w->turn_ms, &err) == VW_OK)
-            return;
+    /* Out of memory: the tracked offset stays PENDING, so nothing past it is
+     * committed; the worker stops (exit 1) rather than hold the partition
+     * still, and a restart answers the record. */
+    vw_item_free(it);
+    VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
+           w->topic, (int)m->partition, (long long)m->offset);
+    vw_worker_set_fatal(w);
+}
+
+/* ---- admission: the record checks and the plan, off the Kafka thread --------
+ *
+ * An admission thread takes an item from to_admit, runs the worker-level
+ * record checks (size, UTF-8, JSON, object: admit_record.h) and the
+ * processor's admit (the plan: up to a second for a 1 MiB request), and
+ * queues the item back on from_admit, where the Kafka thread batches it or
+ * files its result (vw_worker_admitted). Polling, deliveries, commits and the
+ * other partitions' records go on meanwhile, so one heavy record delays
+ * neither the group's heartbeats nor max.poll.interval.ms. A record taking
+ * longer than limits.slow_record_ms is logged and counted. */
+
+/* The processor's admit, for a record the worker-level checks passed (doc:
+ * the value they parsed, or NULL). Leaves the item either with a finished
+ * result, or with a pending processor item. */
+static void admit(struct vw_worker *w, vw_item *it, const vw_json_doc *doc) {
+    vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp,  it->key,
+                     it->key_len, it->value,     it->value_len, it->request_id, doc};
+    vw_err err = {0};
+    vw_admission adm = {0};
+    if (w->proc->ops->admit(w->proc, &rec, &adm, &err)) {
+        vw_result_clear(&adm.result);
         vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
+    } else if (adm.finished) {
+        vw_item_take(it, &adm.result);
+    } else {
+        it->proc_item = adm.item;
+        it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
     }
-    if (vw_offsets_set_result(w->tracker, w->topic, it->partition, epoch, it->offset, it, NULL))
+}
+
+/* The checks' rejection (its full value, in sb), or the processor's admit. */
+static void admit_item(struct vw_worker *w, vw_item *it, vw_sbuf *sb) {
+    vw_record rec = {w->topic,    it->partition, it->offset,    it->timestamp,  it->key,
+                     it->key_len, it->value,     it->value_len, it->request_id, NULL};
+    int status = 0;
+    char type[VW_REJECT_TYPE_MAX] = "";
+    vw_json_doc *doc = NULL;
+    double t0 = vw_now_s(), c0 = vw_thread_cpu_s();
+    bool rejected =
+        vw_admit_reject_into(&rec, w->cfg->limits.max_request_bytes, sb, &status, type, &doc);
+    double c1 = vw_thread_cpu_s();
+    if (rejected && vw_sbuf_status(sb)) {
+        vw_sbuf_free(sb); /* the out-of-memory mark is sticky: start afresh */
+        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+    } else if (rejected) {
+        it->kind = VW_RESULT_RECORD;
+        it->vela_status = status;
+        vw_item_set_type(it, type);
+        it->out_value = vw_sbuf_take(sb, &it->out_len);
+        if (!it->out_value)
+            vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+    } else {
+        admit(w, it, doc);
+    }
+    vw_json_free(doc);
+    double c2 = vw_thread_cpu_s(), ms = (vw_now_s() - t0) * 1e3;
+    vw_metrics_stage(w->metrics, VW_S_ADMISSION, c1 - c0);
+    vw_metrics_stage(w->metrics, VW_S_PLAN, c2 - c1);
+    if (w->cfg->limits.slow_record_ms > 0 && ms > (double)w->cfg->limits.slow_record_ms) {
+        vw_metrics_inc(w->metrics, VW_M_SLOW_RECORDS, 1);
+        VW_LOG(w->log, VW_LOG_WARN, "worker",
+               "slow record tp=%s:%d:%lld request_id=\"%s\" bytes=%zu elapsed_ms=%.0f "
+               "check_cpu_ms=%.0f plan_cpu_ms=%.0f tokens=%lld status=%d",
+               w->topic, (int)it->partition, (long long)it->offset, it->request_id, it->value_len,
+               ms, (c1 - c0) * 1e3, (c2 - c1) * 1e3, (long long)it->tokens,
+               it->proc_item ? 200 : it->vela_status);
+    }
+}
+
+void *vw_admit_main(void *arg) {
+    struct vw_worker *w = arg;
+    vw_sbuf sb = {0};
+    for (vw_item *it; (it = vw_queue_pop(w->to_admit));) {
+        admit_item(w, it, &sb);
+        vw_queue_push(w->from_admit, it); /* sized never to block (vw_worker_admit_room) */
+        wake(w);
+    }
+    vw_sbuf_free(&sb);
+    return NULL;
+}
+
+size_t vw_worker_admit_room(const struct vw_worker *w) {
+    return w->n_admitting < w->admit_cap ? w->admit_cap - w->n_admitting : 0;
+}
+
+void vw_worker_stop_admission(struct vw_worker *w) {
+    for (vw_item *it; (it = vw_queue_try_pop(w->to_admit));) {
+        w->n_admitting--;
         vw_item_free(it);
+    }
+    vw_queue_close(w->to_admit);
+    for (; w->admit_started > 0; w->admit_started--)
+        pthread_join(w->admitters[w->admit_started - 1], NULL);
+    for (vw_item *it; (it = vw_queue_try_pop(w->from_admit));) {
+        w->n_admitting--;
+        vw_item_free(it);
+    }
+}
+
+void vw_worker_admitted(struct vw_worker *w) {
+    for (vw_item *it; (it = vw_queue_try_pop(w->from_admit));) {
+        uint32_t epoch;
+        w->n_admitting--;
+        if (!vw_offsets_is_assigned(w->tracker, w->topic, it->partition, &epoch) ||
+            epoch != it->epoch) {
+            vw_item_free(it); /* revoked while it was admitted: the new owner reads it */
+            continue;
+        }
+        vw_err err = {0};
+        if (it->proc_item) {
+            if (vw_batcher_push(w->batcher, it, it->tokens, vw_now_ms(), &err) == VW_OK)
+                continue;
+            vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
+        }
+        if (vw_offsets_set_result(w->tracker, w->topic, it->partition, epoch, it->offset, it, NULL))
+            vw_item_free(it);
+    }
 }
 
 /* ---- results, retries, dispatch -------------------------------------------- */

@@ -40,8 +40,7 @@ void vw_item_free(vw_item *it) {
         it->proc->ops->item_free(it->proc, it->proc_item);
     clear_result(it);
     free(it->msg);
-    if (!it->out_inline)
-        free(it->out_value);
+    free(it->out_value);
     free(it);
 }
 

@@ -3,8 +3,9 @@
  *
  * Ownership: as below ("Owned by whoever holds it"); vw_item_free releases the
  * processor item too. Thread-safety: an item has one holder at a time (the
- * Kafka thread, or the executor thread or a processing thread while its batch
- * is with them: dispatch to collect). Errors: the
+ * Kafka thread, an admission thread while it is admitted, or the executor
+ * thread or a processing thread while its batch is with them: dispatch to
+ * collect). Errors: the
  * setters cannot fail (a message that cannot be copied falls back to the type).
  */
 #ifndef VW_ITEM_H
@@ -49,7 +50,6 @@ typedef struct vw_item {
     char type[48];   /* the rejection type the result named (metrics), or why RETRY/FATAL */
     char *msg;       /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
     char *out_value; /* produced bytes (owned here until the delivery report) */
-    bool out_inline; /* out_value lives in data[] (a worker-level rejection) */
     size_t out_len;
     bool dead_letter; /* produced to the DLQ topic */
     bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */

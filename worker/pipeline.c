@@ -149,6 +149,10 @@ static void pipe_item_free(vw_processor *p, void *item) {
     vw_plan_free(item);
 }
 
+static void pipe_cancel(vw_processor *p) {
+    vw_engine_cancel(((pipeline *)p->impl)->engine);
+}
+
 static const char *pipe_model(vw_processor *p) {
     return vw_engine_model(((pipeline *)p->impl)->engine);
 }
@@ -168,6 +172,7 @@ static const vw_processor_ops pipeline_ops = {
     .finish = pipe_finish,
     .release = pipe_release,
     .item_free = pipe_item_free,
+    .cancel = pipe_cancel,
     .ready = NULL,
     .model = pipe_model,
     .destroy = pipe_destroy,

@@ -2,7 +2,7 @@
  * into results (the model pipeline, or the test-only echo processor).
  *
  * The worker calls a processor in two steps:
- *   1. admit(record) on the Kafka thread, as records arrive. It returns either a
+ *   1. admit(record) on an admission thread, as records arrive. It returns either a
  *      finished result (a rejection: the record needs no model time) or a
  *      pending item with a token cost, which the worker batches.
  *   2. a micro-batch of pending items in three steps: prepare (Kafka thread),
@@ -29,9 +29,10 @@
  * its last batch (an item may go through several batches when it gets RETRY).
  * Records and their bytes are borrowed for the admit call only.
  *
- * Thread-safety: admit and prepare run on the Kafka thread, execute on the
- * executor thread, finish on any processing thread (several at once, for
- * different batches); a processor must allow them to overlap. ready/model may
+ * Thread-safety: admit runs on the worker's admission threads (several
+ * records at once), prepare on the Kafka thread, execute on the executor
+ * thread, finish on any processing thread (several at once, for different
+ * batches); a processor must allow them to overlap. ready/model may
  * be called from any thread.
  *
  * The model pipeline (pipeline.h) and the test-only echo (echo.h) implement
@@ -108,7 +109,7 @@ typedef struct vw_processor vw_processor;
 
 typedef struct vw_processor_ops {
     const char *name;
-    /* Kafka thread. A non-OK status means the record cannot even be rejected:
+    /* An admission thread. A non-OK status means the record cannot even be rejected:
      * the worker dead-letters it with err. */
     vw_status (*admit)(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err);
     /* A micro-batch of pending items, in three steps so the worker can overlap
@@ -127,6 +128,11 @@ typedef struct vw_processor_ops {
     void (*finish)(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t);
     void (*release)(vw_processor *p, void *batch);
     void (*item_free)(vw_processor *p, void *item);
+    /* (optional) The shutdown grace period is over: stop the execute at hand as
+     * soon as possible (between trees) and make later ones fail at once, with
+     * VW_ETRANSIENT (the worker then neither produces nor commits those
+     * records: the next owner reads them again). Any thread. */
+    void (*cancel)(vw_processor *p);
     /* (optional) false while the processor cannot take work (loading); NULL = ready. */
     bool (*ready)(vw_processor *p);
     /* The vela-model header: model name + revision. */

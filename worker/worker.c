@@ -70,8 +70,7 @@ static void check_broker(struct vw_worker *w, int64_t now) {
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
- * (intake's CPU time is shared out between admission, plan and the rest of
- * polling by the wall times flow.c sums per record). */
+ * (admission and plan are the admission threads', flow.c). */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
@@ -80,14 +79,10 @@ static void turn(struct vw_worker *w, int wait) {
      * already waiting while intake was stopped. */
     double c0 = vw_thread_cpu_s();
     vw_producer_poll(w, 0);
-    double c1 = vw_thread_cpu_s(), m1 = vw_now_s();
-    w->admission_s = w->plan_s = 0;
+    double c1 = vw_thread_cpu_s();
     w->more = vw_consumer_poll(w);
-    double c2 = vw_thread_cpu_s(), wall = vw_now_s() - m1;
-    double cpu = c2 - c1, share = wall > 0 ? cpu / wall : 0;
-    vw_metrics_stage(w->metrics, VW_S_ADMISSION, w->admission_s * share);
-    vw_metrics_stage(w->metrics, VW_S_PLAN, w->plan_s * share);
-    vw_metrics_stage(w->metrics, VW_S_INTAKE, cpu - (w->admission_s + w->plan_s) * share);
+    vw_worker_admitted(w);
+    vw_metrics_stage(w->metrics, VW_S_INTAKE, vw_thread_cpu_s() - c1);
     vw_worker_collect(w);
     int64_t now = vw_now_ms();
     vw_worker_requeue_due(w, now);
@@ -116,8 +111,8 @@ void vw_worker_step(struct vw_worker *w) {
 }
 
 bool vw_worker_idle(struct vw_worker *w) {
-    return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->held && !w->n_retry &&
-           !w->n_redo && !vw_batcher_pending(w->batcher) && !w->n_flights;
+    return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->n_admitting && !w->held &&
+           !w->n_retry && !w->n_redo && !vw_batcher_pending(w->batcher) && !w->n_flights;
 }
 
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
@@ -131,6 +126,10 @@ vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
         if (pthread_create(&w->pool[w->pool_started], NULL, vw_finish_main, w))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
                            w->pool_started);
+    for (; w->admit_started < w->n_pool; w->admit_started++)
+        if (pthread_create(&w->admitters[w->admit_started], NULL, vw_admit_main, w))
+            return VW_FAIL(err, VW_EIO, "thread", "cannot start admission thread %zu",
+                           w->admit_started);
     if (pthread_create(&w->exec_thread, NULL, vw_executor_main, w))
         return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
     w->exec_started = true;
@@ -159,7 +158,18 @@ void vw_worker_stop(struct vw_worker *w) {
     w->stopping = true;
     if (!w->stop_deadline_ms)
         w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
+    if (w->n_flights && (w->fatal || vw_now_ms() >= w->stop_deadline_ms) && w->proc->ops->cancel) {
+        /* The grace period is over (or the worker failed): the device work at
+         * hand stops at its next tree, so the process exits in time; those
+         * records are neither produced nor committed (the next owner reads
+         * them again). */
+        VW_LOG(w->log, VW_LOG_WARN, "worker",
+               "grace period over, cancelling the work in flight batches=%zu in_flight=%zu",
+               w->n_flights, vw_offsets_in_flight(w->tracker, NULL, 0));
+        w->proc->ops->cancel(w->proc);
+    }
     vw_consumer_close(w); /* a revoke may still produce and commit */
+    vw_worker_stop_admission(w);
     /* The executor drains to_exec into to_finish and closes it; the
      * processing threads drain that into from_exec (never full: see new). */
     vw_queue_close(w->to_exec);
@@ -199,6 +209,12 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
                 : cpus > 0                  ? (size_t)cpus
                                             : 1;
     w->pool = calloc(w->n_pool, sizeof *w->pool);
+    w->admitters = calloc(w->n_pool, sizeof *w->admitters);
+    /* Intake stops at limits.max_in_flight tracked records (replay: at this
+     * many in the lane), so both queues of the lane have room for all. */
+    w->admit_cap = (size_t)cfg->limits.max_in_flight;
+    w->to_admit = vw_queue_new(w->admit_cap);
+    w->from_admit = vw_queue_new(w->admit_cap);
     w->to_exec = vw_queue_new(EXEC_QUEUE);
     w->to_finish = vw_queue_new(w->n_pool);
     /* Room for every flight that can be past prepare at once (queued for and
@@ -206,7 +222,8 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
      * never blocks on it and stop() can join them before collecting. */
     w->max_flights = EXEC_QUEUE + 1 + 2 * w->n_pool;
     w->from_exec = vw_queue_new(w->max_flights);
-    if (!w->tracker || !w->batcher || !w->pool || !w->to_exec || !w->to_finish || !w->from_exec) {
+    if (!w->tracker || !w->batcher || !w->pool || !w->to_exec || !w->to_finish || !w->from_exec ||
+        !w->admitters || !w->to_admit || !w->from_admit) {
         vw_worker_free(w);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
     }
@@ -242,7 +259,7 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
 void vw_worker_free(vw_worker *w) {
     if (!w)
         return;
-    if (w->consumer || w->producer || w->exec_started || w->pool_started)
+    if (w->consumer || w->producer || w->exec_started || w->pool_started || w->admit_started)
         vw_worker_stop(w);
     vw_batch_free(w->held, vw_item_free_cb);
     vw_batcher_free(w->batcher, vw_item_free_cb);
@@ -255,10 +272,12 @@ void vw_worker_free(vw_worker *w) {
     vw_queue_free(w->to_exec, vw_flight_free_cb);
     vw_queue_free(w->to_finish, vw_flight_free_cb);
     vw_queue_free(w->from_exec, vw_flight_free_cb);
+    vw_queue_free(w->to_admit, vw_item_free_cb);
+    vw_queue_free(w->from_admit, vw_item_free_cb);
     free(w->pool);
+    free(w->admitters);
     vw_offsets_free(w->tracker);
     vw_consumer_free(w);
-    vw_sbuf_free(&w->scratch);
     for (int i = 0; i < 2; i++)
         if (w->wake[i] >= 0)
             close(w->wake[i]);

@@ -2,7 +2,8 @@
  * header). The units, each on the Kafka thread unless said otherwise:
  *   worker.c    lifecycle and the loop (turn: deliveries, intake, results,
  *               dispatch, produce, commit);
- *   flow.c      the way of a record: admission into an item, micro-batches
+ *   flow.c      the way of a record: an item queued for the admission threads
+ *               (checks and plan) and back, micro-batches
  *               prepared here, executed on the executor thread, finished on
  *               the processing threads and collected back, retries, a revoked
  *               partition's work dropped or settled;
@@ -13,11 +14,13 @@
  * worker < replay (scripts/check-deps).
  *
  * Threads: the Kafka thread (vw_worker_run's caller) owns everything here
- * except the queues' other ends and the flights (batches and their items)
- * between dispatch and collect, which the executor thread and the processing
- * threads hold in turn; metrics are atomic; the wake pipe is written by
- * librdkafka (queue I/O events), the executor thread (room in to_exec) and
- * the processing threads (a finished flight), read by the Kafka thread.
+ * except the queues' other ends, the items in the admission lane (to_admit
+ * to from_admit: an admission thread holds each in turn), and the flights
+ * (batches and their items) between dispatch and collect, which the executor
+ * thread and the processing threads hold in turn; metrics are atomic; the
+ * wake pipe is written by librdkafka (queue I/O events), the admission
+ * threads (an admitted item), the executor thread (room in to_exec) and the
+ * processing threads (a finished flight), read by the Kafka thread.
  */
 #ifndef VW_WORKER_IMPL_H
 #define VW_WORKER_IMPL_H
@@ -77,13 +80,15 @@ struct vw_worker {
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool stopping;
-    bool fatal;                 /* stop, exit 1, commit nothing past what was delivered */
-    bool producer_dead;         /* the producer can deliver nothing more (implies fatal) */
-    bool more;                  /* the last turn left work queued: do not sleep */
-    int64_t turn_ms;            /* vw_now_ms() at the start of this turn (admission times) */
-    double admission_s, plan_s; /* this turn's wall time in admission and plan (stage
-                                   metrics: turn() shares the intake's CPU out by them) */
-    vw_sbuf scratch;            /* rejection values are written here before their item exists */
+    bool fatal;                      /* stop, exit 1, commit nothing past what was delivered */
+    bool producer_dead;              /* the producer can deliver nothing more (implies fatal) */
+    bool more;                       /* the last turn left work queued: do not sleep */
+    int64_t turn_ms;                 /* vw_now_ms() at the start of this turn (admission times) */
+    vw_queue *to_admit, *from_admit; /* the admission lane (flow.c "Admission") */
+    pthread_t *admitters;            /* admission threads, n_pool of them */
+    size_t admit_started;
+    size_t n_admitting; /* items in the lane: queued, being admitted, or back */
+    size_t admit_cap;   /* the lane's capacity (both queues') */
     int64_t next_commit_ms;
     int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
@@ -108,8 +113,20 @@ static inline void vw_worker_set_fatal(struct vw_worker *w) {
 }
 
 /* ---- flow.c ---- */
-/* Admission of one consumed record. */
+/* Intake of one consumed record: tracked, copied into an item and queued for
+ * admission (at most vw_worker_admit_room of them per turn). */
 void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m);
+/* Records the admission lane can still take. */
+size_t vw_worker_admit_room(const struct vw_worker *w);
+/* An admission thread's main (arg: the worker): record checks and the
+ * processor's admit, off the Kafka thread. */
+void *vw_admit_main(void *arg);
+/* Items back from admission: batched, or their result filed; those of a
+ * partition revoked meanwhile are dropped. */
+void vw_worker_admitted(struct vw_worker *w);
+/* Stops the admission lane (shutdown): what was not admitted yet is dropped
+ * uncommitted, the threads finish the record at hand and are joined. */
+void vw_worker_stop_admission(struct vw_worker *w);
 /* The replay range of a partition, or NULL (run mode). */
 const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition);
 /* The executor thread's main and a processing thread's main (arg: the worker). */

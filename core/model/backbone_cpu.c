@@ -230,10 +230,14 @@ static vw_status cpu_forward(vw_executor *ex, const vw_tree *trees, size_t n_tre
     call_mem cm = {0};
     if ((st = call_alloc(m, T, P, &cm, err)) != VW_OK)
         return st;
-    for (size_t t = 0; t < n_trees; t++)
-        rows = run_tree(m, &cm, &trees[t], rows);
+    for (size_t t = 0; t < n_trees && st == VW_OK; t++) {
+        if (vw_executor_cancelled(ex, err))
+            st = VW_ETRANSIENT;
+        else
+            rows = run_tree(m, &cm, &trees[t], rows);
+    }
     free(cm.base);
-    return VW_OK;
+    return st;
 }
 
 static void cpu_destroy(vw_executor *ex) {

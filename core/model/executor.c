@@ -76,3 +76,10 @@ void vw_executor_free(vw_executor *ex) {
     if (ex && ex->ops && ex->ops->destroy)
         ex->ops->destroy(ex);
 }
+
+bool vw_executor_cancelled(const vw_executor *ex, vw_err *err) {
+    if (!ex->cancelled || !ex->cancelled(ex->cancel_ctx))
+        return false;
+    VW_FAIL(err, VW_ETRANSIENT, "cancelled", "the forward was cancelled (shutting down)");
+    return true;
+}

@@ -26,6 +26,7 @@
 #ifndef VW_EXECUTOR_H
 #define VW_EXECUTOR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,12 @@ struct vw_executor {
     size_t hidden; /* width of one output row */
     int32_t vocab; /* token ids must be below it (vw_executor_forward checks) */
     void *impl;    /* backend state, owned */
+    /* (optional, set by the executor's owner) Asked between trees (and by a
+     * backend wherever it can stop cheaply): true ends the call with
+     * VW_ETRANSIENT, type "cancelled" (the caller is shutting down). Called
+     * from the driving thread; it must be cheap. */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
 };
 
 /* Total number of readout rows of a batch of trees. */
@@ -81,6 +88,9 @@ vw_status vw_trees_validate(const vw_tree *trees, size_t n_trees, int32_t vocab,
 /* rows: [vw_trees_readout_count(trees, n_trees) x ex->hidden] floats, caller-owned. */
 vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                               vw_err *err);
+
+/* Whether the owner asked ex to stop (ex->cancelled); fills err when so. */
+bool vw_executor_cancelled(const vw_executor *ex, vw_err *err);
 
 /* Releases the executor; NULL is a no-op. */
 void vw_executor_free(vw_executor *ex);

@@ -154,7 +154,10 @@ vw_status vw_synthetic_new(const vw_bundle *b, const vw_synthetic_opts *o, vw_ex
         for (size_t i = 0; i < s->hidden; i++)
             r[i] *= scale;
     }
-    *ex = (vw_executor){o->sim ? &sim_ops : &instant_ops, s->hidden, s->c.vocab, s};
+    *ex = (vw_executor){.ops = o->sim ? &sim_ops : &instant_ops,
+                        .hidden = s->hidden,
+                        .vocab = s->c.vocab,
+                        .impl = s};
     *out = ex;
     return VW_OK;
 }

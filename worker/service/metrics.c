@@ -29,6 +29,8 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
     {"batches_total", "Micro-batches run by the processor."},
     {"partition_restarts_total",
      "Partitions assigned again because librdkafka never started fetching them."},
+    {"slow_records_total",
+     "Records whose admission and plan took longer than limits.slow_record_ms."},
 };
 
 enum { MAX_BUCKETS = 16 };

@@ -38,6 +38,7 @@ typedef enum vw_counter {
     VW_M_BACKPRESSURE,       /* intake stopped at limits.max_in_flight */
     VW_M_BATCHES,            /* micro-batches run */
     VW_M_PARTITION_RESTARTS, /* partitions assigned again by the start watchdog */
+    VW_M_SLOW_RECORDS,       /* admission + plan over limits.slow_record_ms */
     VW_M_COUNTERS
 } vw_counter;
 
