@@ -1,11 +1,13 @@
-/* sbuf.c — the byte buffer, JSON string literals, decimal integers (see
- * sbuf.h). */
+/* sbuf.c — the byte buffer, JSON string literals, terminal-safe text,
+ * decimal integers (see sbuf.h). */
 #include "sbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
 
 void vw_sbuf_put(vw_sbuf *sb, const char *s, size_t n) {
     if (sb->oom)
@@ -124,6 +126,48 @@ void vw_canon_string(vw_sbuf *sb, const char *s, size_t n) {
     }
     vw_sbuf_put(sb, s + run, n - run);
     vw_sbuf_put(sb, "\"", 1);
+}
+
+void vw_sbuf_put_visible(vw_sbuf *sb, const char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0; /* start of the pending run of bytes written verbatim */
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i];
+        char esc[7];
+        size_t len = 1, esc_len = 0;
+        if (c >= 0x80) {
+            vw_utf8_step st = vw_utf8_step_at(u, n, i);
+            if (st.len && !st.surrogate && !(c == 0xC2 && u[i + 1] < 0xA0)) {
+                i += st.len; /* a valid character outside C1: kept */
+                continue;
+            }
+            if (st.len && !st.surrogate) { /* C2 80..9F: a C1 control, U+0080..U+009F */
+                len = 2;
+                esc_len = 6;
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[u[i + 1] >> 4];
+                esc[5] = hex[u[i + 1] & 15];
+            }
+        } else if (c == '\\') {
+            esc_len = 2;
+            memcpy(esc, "\\\\", 2);
+        } else if (c >= 0x20 && c != 0x7F) {
+            i++;
+            continue;
+        }
+        if (!esc_len) { /* C0, DEL, or a byte that is not UTF-8 */
+            esc_len = 4;
+            memcpy(esc, "\\x", 2);
+            esc[2] = hex[c >> 4];
+            esc[3] = hex[c & 15];
+        }
+        vw_sbuf_put(sb, s + run, i - run);
+        vw_sbuf_put(sb, esc, esc_len);
+        i += len;
+        run = i;
+    }
+    vw_sbuf_put(sb, s + run, n - run);
 }
 
 size_t vw_fmt_i64(char *buf, int64_t v) {

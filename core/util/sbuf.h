@@ -1,6 +1,7 @@
-/* sbuf.h — bytes out: a growable byte buffer, JSON string literals and
- * decimal integers, the helpers every writer of a record, a plan, an envelope
- * or a log line needs. Nothing here parses or knows a format beyond that.
+/* sbuf.h — bytes out: a growable byte buffer, JSON string literals,
+ * terminal-safe text and decimal integers, the helpers every writer of a
+ * record, a plan, an envelope, a report or a log line needs. Nothing here
+ * parses or knows a format beyond that.
  *
  * String literals follow Python's json.dumps(ensure_ascii=False): non-ASCII
  * bytes are written raw, escapes are \" \\ \n \r \t \b \f and \u00xx
@@ -44,6 +45,16 @@ char *vw_sbuf_take(vw_sbuf *sb, size_t *len);
 
 /* Appends s (n bytes of valid UTF-8) as a JSON string literal, quotes included. */
 void vw_canon_string(vw_sbuf *sb, const char *s, size_t n);
+
+/* Appends s[0, n) (any bytes) as text safe to show on a terminal: every byte
+ * a terminal could act on is written as an escape, so a string taken from a
+ * record cannot move the cursor, recolour, retitle or rewrite what is shown.
+ * Escaped: C0 controls and DEL as \xhh (\x1b, \x0d, \x0a, ...), C1
+ * controls U+0080..U+009F as \u00hh, a byte that does not start or continue a
+ * valid UTF-8 sequence (an encoded surrogate included) as \xhh, and a
+ * backslash as \\ (so an escape read back is unambiguous). Everything else
+ * is copied; the output is valid UTF-8 without controls. */
+void vw_sbuf_put_visible(vw_sbuf *sb, const char *s, size_t n);
 
 /* The decimal text of v into buf (at least 21 bytes), NUL-terminated; returns
  * its length. The per-record paths use it instead of snprintf, which cost

@@ -104,6 +104,18 @@ static int parse_args(int argc, char **argv, args *a) {
     return 0;
 }
 
+/* An error of the run: its message may quote a file's content, so it is
+ * escaped for the terminal like every other text output. */
+static void say_error(const char *msg) {
+    vw_sbuf sb = {0};
+    vw_sbuf_puts(&sb, "vela-worker eval: ");
+    vw_sbuf_put_visible(&sb, msg, strlen(msg));
+    vw_sbuf_puts(&sb, "\n");
+    if (!sb.oom)
+        fwrite(sb.p, 1, sb.len, stderr);
+    vw_sbuf_free(&sb);
+}
+
 static int write_file(const char *path, const vw_sbuf *sb) {
     FILE *f = fopen(path, "w");
     if (!f || fwrite(sb->p, 1, sb->len, f) != sb->len) {
@@ -125,7 +137,7 @@ static int report(const args *a) {
     vw_sbuf sb = {0};
     int rc = 1;
     if (vw_eval_run(&a->o, &r, &err)) {
-        fprintf(stderr, "vela-worker eval: %s\n", err.msg);
+        say_error(err.msg);
         return 1;
     }
     fprintf(stderr, "eval: %llu records in %.2f s\n", (unsigned long long)r->results.lines,
@@ -158,7 +170,7 @@ int vw_cmd_eval(int argc, char **argv) {
     if (a.list) {
         vw_err err = {0};
         if (vw_eval_list(a.o.results, a.width, stdout, stderr, &err)) {
-            fprintf(stderr, "vela-worker eval: %s\n", err.msg);
+            say_error(err.msg);
             return 1;
         }
         return 0;

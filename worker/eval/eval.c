@@ -13,6 +13,7 @@
 
 #include "join.h"
 #include "record.h"
+#include "util/sbuf.h"
 
 typedef struct run {
     const vw_eval_opts *o;
@@ -23,6 +24,17 @@ typedef struct run {
 } run;
 
 /* ---- problems ---------------------------------------------------------------- */
+
+void vw_eval_problem_print(FILE *log, const char *file, uint64_t line, const char *msg) {
+    vw_sbuf sb = {0};
+    vw_sbuf_put_visible(&sb, file, strlen(file));
+    vw_sbuf_printf(&sb, ":%llu: ", (unsigned long long)line);
+    vw_sbuf_put_visible(&sb, msg, strlen(msg));
+    vw_sbuf_puts(&sb, "\n");
+    if (!sb.oom)
+        fwrite(sb.p, 1, sb.len, log);
+    vw_sbuf_free(&sb);
+}
 
 static void problem(run *x, const char *file, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -37,7 +49,7 @@ static void problem(run *x, const char *file, uint64_t line, const char *fmt, ..
     if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
         r->problems[r->n_problems++] = p;
     if (x->o->log && r->problems_total < x->o->log_max)
-        fprintf(x->o->log, "%s:%llu: %s\n", file, (unsigned long long)line, p.msg);
+        vw_eval_problem_print(x->o->log, file, line, p.msg);
     r->problems_total++;
 }
 

@@ -13,8 +13,8 @@
  * are not used. A line that is not a usable record, and a label that does
  * not fit its question or names a question its result does not have, is a
  * problem: counted, kept (the first VW_EVAL_KEEP_PROBLEMS) and written to
- * opts->log as "file:line: message" (the first log_max). Empty lines are
- * skipped.
+ * opts->log as "file:line: message" (the first log_max; vw_eval_problem_print).
+ * Empty lines are skipped.
  *
  * Ownership: the caller frees the report (vw_eval_report_free); the report
  * borrows the option paths. Thread-safety: none (one run, one thread).
@@ -73,6 +73,11 @@ typedef struct vw_eval_report {
     uint64_t problems_total;
     double seconds;
 } vw_eval_report;
+
+/* Writes "file:line: msg\n" to log, file and msg escaped for the terminal
+ * (vw_sbuf_put_visible: a message quotes record strings). The problem line
+ * of the run and of --list. */
+void vw_eval_problem_print(FILE *log, const char *file, uint64_t line, const char *msg);
 
 /* Runs the evaluation; on success *out is the finished report. */
 vw_status vw_eval_run(const vw_eval_opts *opts, vw_eval_report **out, vw_err *err);

@@ -5,36 +5,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval.h"
 #include "util/utf8.h"
+
+/* A string taken from the record, escaped for the terminal (sbuf.h). */
+static void put(vw_sbuf *sb, const char *s) {
+    if (!s)
+        s = "?";
+    vw_sbuf_put_visible(sb, s, strlen(s));
+}
+
+/* " qid" and then sep. */
+static void qid(vw_sbuf *sb, const vw_eval_answer *a, const char *sep) {
+    vw_sbuf_puts(sb, " ");
+    put(sb, a->qid);
+    vw_sbuf_puts(sb, sep);
+}
 
 static void decision(vw_sbuf *sb, const vw_eval_answer *a) {
     size_t i;
     json_t *v;
     if (a->error) {
-        vw_sbuf_printf(sb, " %s:!%s", a->qid, a->error);
+        qid(sb, a, ":!");
+        put(sb, a->error);
         return;
     }
     switch (a->type) {
     case VW_QT_CHOICE:
-        vw_sbuf_printf(sb, " %s=%s", a->qid, json_string_value(json_object_get(a->v, "choice")));
+        qid(sb, a, "=");
+        put(sb, json_string_value(json_object_get(a->v, "choice")));
         break;
     case VW_QT_NOUL:
-        vw_sbuf_printf(sb, " %s=%.3f", a->qid, json_number_value(json_object_get(a->v, "noul")));
+        qid(sb, a, "=");
+        vw_sbuf_printf(sb, "%.3f", json_number_value(json_object_get(a->v, "noul")));
         break;
     case VW_QT_SCORE:
-        vw_sbuf_printf(sb, " %s=%.2f", a->qid, json_number_value(json_object_get(a->v, "score")));
+        qid(sb, a, "=");
+        vw_sbuf_printf(sb, "%.2f", json_number_value(json_object_get(a->v, "score")));
         break;
     case VW_QT_SET:
-        vw_sbuf_printf(sb, " %s={", a->qid);
+        qid(sb, a, "={");
         json_array_foreach(json_object_get(a->v, "selected"), i, v) {
-            vw_sbuf_printf(sb, "%s%s", i ? "," : "", json_string_value(v));
+            vw_sbuf_puts(sb, i ? "," : "");
+            put(sb, json_string_value(v));
         }
         vw_sbuf_puts(sb, "}");
         break;
     case VW_QT_SPAN: {
         /* Counts by label, in the order the labels first appear. */
         size_t n = json_array_size(a->v), shown = 0;
-        vw_sbuf_printf(sb, " %s=[", a->qid);
+        qid(sb, a, "=[");
         for (i = 0; i < n; i++) {
             const char *l = json_string_value(json_object_get(json_array_get(a->v, i), "label"));
             size_t c = 0, j;
@@ -47,7 +67,9 @@ static void decision(vw_sbuf *sb, const vw_eval_answer *a) {
             for (j = i; j < n; j++)
                 c += !strcmp(l,
                              json_string_value(json_object_get(json_array_get(a->v, j), "label")));
-            vw_sbuf_printf(sb, "%s%s:%zu", shown++ ? " " : "", l, c);
+            vw_sbuf_puts(sb, shown++ ? " " : "");
+            put(sb, l);
+            vw_sbuf_printf(sb, ":%zu", c);
         }
         vw_sbuf_puts(sb, "]");
         break;
@@ -68,14 +90,19 @@ static void rejection(vw_sbuf *sb, const json_t *value) {
     }
     vw_sbuf_puts(sb, " ");
     json_array_foreach(json_object_get(d, "loc"), i, seg) {
-        if (json_is_string(seg))
-            vw_sbuf_printf(sb, "%s%s", i ? "." : "", json_string_value(seg));
-        else
+        if (json_is_string(seg)) {
+            vw_sbuf_puts(sb, i ? "." : "");
+            put(sb, json_string_value(seg));
+        } else
             vw_sbuf_printf(sb, "[%lld]", (long long)json_integer_value(seg));
     }
     const char *msg = json_string_value(json_object_get(d, "msg"));
     const char *type = json_string_value(json_object_get(d, "type"));
-    vw_sbuf_printf(sb, ": %s (%s)", msg ? msg : "?", type ? type : "?");
+    vw_sbuf_puts(sb, ": ");
+    put(sb, msg);
+    vw_sbuf_puts(sb, " (");
+    put(sb, type);
+    vw_sbuf_puts(sb, ")");
     if (json_array_size(detail) > 1)
         vw_sbuf_printf(sb, " +%zu more", json_array_size(detail) - 1);
 }
@@ -97,7 +124,11 @@ void vw_eval_list_line(const vw_eval_rec *r, size_t width, vw_sbuf *sb) {
     size_t from = sb->len;
     char status[64];
     vw_eval_rec_status_key(r, status, sizeof status);
-    vw_sbuf_printf(sb, "%-20s %s", r->id, status);
+    put(sb, r->id);
+    for (size_t n = sb->len - from; n < 20; n++)
+        vw_sbuf_put(sb, " ", 1);
+    vw_sbuf_puts(sb, " ");
+    put(sb, status);
     if (r->status == 200)
         for (size_t i = 0; i < r->n_ans; i++)
             decision(sb, &r->ans[i]);
@@ -129,7 +160,7 @@ vw_status vw_eval_list(const char *path, size_t width, FILE *out, FILE *log, vw_
             if (why.status == VW_ENOMEM)
                 st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", why.msg);
             else if (log)
-                fprintf(log, "%s:%llu: %s\n", path, no, why.msg);
+                vw_eval_problem_print(log, path, no, why.msg);
             continue;
         }
         vw_sbuf_reset(&sb);

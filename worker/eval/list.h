@@ -2,7 +2,8 @@
  * scripts/demo): request id, status, and the main decisions — choice picks,
  * Noul probabilities, scores, set selections, span counts by label, a
  * per-question error's type — or a rejection's first (loc, msg, type), or the
- * dead letter's type. Lines are cut at `width` characters.
+ * dead letter's type. Lines are cut at `width` characters; every string from
+ * the record is escaped for the terminal (vw_sbuf_put_visible).
  *
  * Ownership: nothing kept. Thread-safety: none. Errors: VW_EIO when the file
  * cannot be read, VW_ENOMEM; a bad line is written to log as

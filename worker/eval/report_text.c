@@ -20,37 +20,65 @@ static void count(vw_sbuf *sb, uint64_t v) {
     vw_sbuf_printf(sb, " %9llu", (unsigned long long)v);
 }
 
-/* A name cut to width w and padded. Widths count bytes (ids are mostly
- * ASCII); a cut never splits a UTF-8 sequence. */
-static void name(vw_sbuf *sb, const char *s, int w) {
-    int n = (int)strlen(s);
-    if (n <= w) {
-        vw_sbuf_printf(sb, "%-*s", w, s);
+/* A record's string (an id, a label, a status) cut to width w, "~" marking
+ * a cut, and padded when pad is set. The string is escaped first
+ * (vw_sbuf_put_visible: no control byte reaches the terminal), so widths
+ * count the bytes shown; a cut never splits a UTF-8 sequence. */
+static void cell(vw_sbuf *sb, const char *s, int w, bool pad) {
+    vw_sbuf v = {0};
+    vw_sbuf_put_visible(&v, s, strlen(s));
+    if (v.oom) {
+        sb->oom = true;
         return;
     }
-    int k = w - 1;
-    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
-        k--; /* s[k] starts a character: keep the bytes before it */
-    vw_sbuf_printf(sb, "%.*s~%*s", k, s, w - 1 - k, "");
+    int n = (int)v.len;
+    if (n > w) {
+        n = w - 1;
+        while (n > 0 && ((unsigned char)v.p[n] & 0xC0) == 0x80)
+            n--; /* v.p[n] starts a character: keep the bytes before it */
+    }
+    vw_sbuf_put(sb, v.p, (size_t)n);
+    if (n < (int)v.len)
+        vw_sbuf_puts(sb, "~");
+    for (int k = n + (n < (int)v.len); pad && k < w; k++)
+        vw_sbuf_put(sb, " ", 1);
+    vw_sbuf_free(&v);
+}
+
+static void name(vw_sbuf *sb, const char *s, int w) {
+    cell(sb, s, w, true);
+}
+
+/* The width s takes once escaped. */
+static int shown_width(const char *s) {
+    vw_sbuf v = {0};
+    vw_sbuf_put_visible(&v, s, strlen(s));
+    int n = (int)v.len;
+    vw_sbuf_free(&v);
+    return n;
 }
 
 static int qid_width(const vw_eval_report *r) {
     int w = 8;
     for (size_t i = 0; i < r->questions.ids.n; i++) {
-        int n = (int)strlen(r->questions.q[i]->qid) + 2;
+        int n = shown_width(r->questions.q[i]->qid) + 2;
         w = n > w ? n : w;
     }
     return w > QID_MAX ? QID_MAX : w;
 }
 
 static void file_line(vw_sbuf *sb, const char *what, const vw_eval_file *f, bool status) {
-    vw_sbuf_printf(sb, "%-9s %s: %llu records, %llu duplicates, %llu bad lines\n", what, f->path,
+    vw_sbuf_printf(sb, "%-9s ", what);
+    vw_sbuf_put_visible(sb, f->path, strlen(f->path));
+    vw_sbuf_printf(sb, ": %llu records, %llu duplicates, %llu bad lines\n",
                    (unsigned long long)f->records, (unsigned long long)f->duplicates,
                    (unsigned long long)f->bad_lines);
-    for (size_t i = 0; status && i < f->status.n; i++)
-        vw_sbuf_printf(sb, "%s%s: %llu",
-                       i ? ", " : "          by status: ", vw_strmap_key(&f->status, i),
-                       (unsigned long long)vw_eval_status_count(f, i));
+    for (size_t i = 0; status && i < f->status.n; i++) {
+        const char *key = vw_strmap_key(&f->status, i);
+        vw_sbuf_puts(sb, i ? ", " : "          by status: ");
+        vw_sbuf_put_visible(sb, key, strlen(key));
+        vw_sbuf_printf(sb, ": %llu", (unsigned long long)vw_eval_status_count(f, i));
+    }
     if (status && f->status.n)
         vw_sbuf_puts(sb, "\n");
 }
@@ -167,7 +195,9 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
 }
 
 static void compare_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
-    vw_sbuf_printf(sb, "\nA/B vs %s\n", r->baseline.path);
+    vw_sbuf_puts(sb, "\nA/B vs ");
+    vw_sbuf_put_visible(sb, r->baseline.path, strlen(r->baseline.path));
+    vw_sbuf_puts(sb, "\n");
     name(sb, "question", w);
     vw_sbuf_printf(sb, " %9s %9s %9s %14s\n", "type", "n", "agreement", "mean_abs_delta");
     for (size_t i = 0; i < r->questions.ids.n; i++) {
@@ -194,9 +224,12 @@ static void compare_table(vw_sbuf *sb, const vw_eval_report *r, int w) {
         snprintf(st, sizeof st, "%s%s%s", c->status_changed ? c->status_b : "",
                  c->status_changed ? " -> " : "", c->status_a);
         name(sb, c->id, 22);
-        vw_sbuf_printf(sb, " %-22.22s", st);
+        vw_sbuf_puts(sb, " ");
+        name(sb, st, 22);
         num(sb, c->max_delta);
-        vw_sbuf_printf(sb, "  %.42s\n", c->changed[0] ? c->changed : "-");
+        vw_sbuf_puts(sb, "  ");
+        cell(sb, c->changed[0] ? c->changed : "-", 42, false);
+        vw_sbuf_puts(sb, "\n");
     }
 }
 
@@ -228,15 +261,20 @@ static void qid_line(vw_sbuf *sb, const vw_eval_report *r, const char *label,
             continue;
         if (!n++)
             vw_sbuf_puts(sb, label);
-        char item[96];
-        snprintf(item, sizeof item, errors ? " %.60s:%llu" : " %.60s", q->qid,
-                 (unsigned long long)q->errors);
-        if (!cut && sb->len - start + strlen(item) <= 80)
-            vw_sbuf_puts(sb, item);
+        vw_sbuf item = {0};
+        vw_sbuf_puts(&item, " ");
+        cell(&item, q->qid, 60, false);
+        if (errors)
+            vw_sbuf_printf(&item, ":%llu", (unsigned long long)q->errors);
+        if (item.oom)
+            sb->oom = true;
+        else if (!cut && sb->len - start + item.len <= 80)
+            vw_sbuf_put(sb, item.p, item.len);
         else if (!cut) {
             vw_sbuf_puts(sb, " ...");
             cut = true;
         }
+        vw_sbuf_free(&item);
     }
     if (n)
         vw_sbuf_printf(sb, " (%zu)\n", n);

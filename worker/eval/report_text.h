@@ -1,6 +1,7 @@
 /* report_text.h — the report as aligned tables for a terminal, one per
  * question type, at most 100 columns wide (the default output of
- * `vela-worker eval`, docs/eval.md "Output").
+ * `vela-worker eval`, docs/eval.md "Output"). Every string from a file (ids,
+ * labels, statuses, paths) is escaped for the terminal (vw_sbuf_put_visible).
  *
  * Ownership: appends to the caller's buffer. Thread-safety: none. Errors:
  * VW_ENOMEM (the buffer's state, sbuf.h).
