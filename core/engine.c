@@ -95,19 +95,14 @@ static vw_status admit_cfg_of(const vw_bundle *b, vw_admit_cfg **out, vw_err *er
 static void set_model_name(vw_engine *e, const char *dir) {
     const json_t *cfg = vw_bundle_config(e->bundle);
     const char *name = json_string_value(json_object_get(cfg, "model_name"));
-    const char *rev = json_string_value(json_object_get(cfg, "revision"));
     if (!name) {
         const char *slash = strrchr(dir, '/');
         name = slash && slash[1] ? slash + 1 : dir;
     }
-    /* Without a recorded revision, the first 12 hex digits of the verified
-     * digest of config.json identify what was loaded. */
-    char digest[16];
-    if (!rev) {
-        snprintf(digest, sizeof digest, "%.12s", vw_bundle_config_sha256(e->bundle));
-        rev = digest;
-    }
-    snprintf(e->model, sizeof e->model, "%s@%s", name, rev);
+    /* The revision is the first 12 hex digits of the digest over every
+     * verified file's digest (bundle.h vw_bundle_content_sha256): a changed
+     * weight, head, calibration or tokenizer file is another revision. */
+    snprintf(e->model, sizeof e->model, "%s@%.12s", name, vw_bundle_content_sha256(e->bundle));
 }
 
 vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine **out,

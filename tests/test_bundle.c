@@ -2,7 +2,8 @@
  * the release layout opens and exposes config, heads and backbone tensors;
  * damaged copies (flipped byte, missing shard, wrong dtype, wrong shape, lying
  * header length, symlink out of the directory, renamed tensors, unlisted
- * file) are refused with a message naming the file or tensor. */
+ * file) are refused with a message naming the file or tensor; the content
+ * digest (the revision) follows docs/backbone.md and changes with any file. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -97,31 +98,40 @@ static void patch(const char *dir, const char *name, const char *after, const ch
 }
 
 /* Rewrites MODEL_MANIFEST.json and SHA256SUMS so digests match the damaged
- * files: the refusal must then come from the check under test. */
-static void rehash(const char *dir) {
+ * files: the refusal must then come from the check under test. A file named
+ * sums_only (may be NULL) leaves the manifest and stays in SHA256SUMS. */
+static void rehash_except(const char *dir, const char *sums_only) {
     char *mp = path_in(dir, "MODEL_MANIFEST.json");
     json_t *man = json_load_file(mp, 0, NULL);
     cr_assert(man);
-    json_t *files = json_object_get(man, "files_sha256");
+    json_t *files = json_object_get(man, "files_sha256"), *all = json_object();
     const char *key;
     json_t *v;
     char hex[VW_SHA256_HEX];
     json_object_foreach(files, key, v) {
         char *p = path_in(dir, key);
         cr_assert_eq(vw_sha256_file(p, hex, NULL), VW_OK);
-        json_object_set_new(files, key, json_string(hex));
+        json_object_set_new(all, key, json_string(hex));
         free(p);
     }
+    json_object_update(files, all);
+    if (sums_only)
+        cr_assert_eq(json_object_del(files, sums_only), 0);
     cr_assert_eq(json_dump_file(man, mp, JSON_INDENT(2) | JSON_SORT_KEYS), 0);
     char *sp = path_in(dir, "SHA256SUMS");
     FILE *f = fopen(sp, "w");
-    json_object_foreach(files, key, v) fprintf(f, "%s  %s\n", json_string_value(v), key);
+    json_object_foreach(all, key, v) fprintf(f, "%s  %s\n", json_string_value(v), key);
     cr_assert_eq(vw_sha256_file(mp, hex, NULL), VW_OK);
     fprintf(f, "%s  MODEL_MANIFEST.json\n", hex);
     fclose(f);
+    json_decref(all);
     json_decref(man);
     free(mp);
     free(sp);
+}
+
+static void rehash(const char *dir) {
+    rehash_except(dir, NULL);
 }
 
 /* Opens dir, expects failure with status st and type, and msg containing
@@ -381,4 +391,105 @@ Test(bundle, refuses_listed_file_that_is_missing) {
     patch(dir, "MODEL_MANIFEST.json", NULL, "\"calibration.json\"", "\"calibration.jsoN\"");
     expect_refusal(dir, VW_EIO, "missing_file", "calibration.jsoN");
     remove_tree(dir);
+}
+
+/* ---- identity (docs/backbone.md "Revision") ---------------------------------- */
+
+/* The content digest of the package in dir, from vw_bundle_open. */
+static void content_of(const char *dir, char out[VW_SHA256_HEX]) {
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s: %s", dir, err.msg);
+    snprintf(out, VW_SHA256_HEX, "%s", vw_bundle_content_sha256(b));
+    vw_bundle_free(b);
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The rule of docs/backbone.md written out: SHA-256 of the name-sorted lines
+ * "<sha256>  <name>\n" of the manifest's files_sha256, without the manifest. */
+static void rule_digest(const char *dir, char out[VW_SHA256_HEX]) {
+    char *mp = path_in(dir, "MODEL_MANIFEST.json");
+    json_t *man = json_load_file(mp, 0, NULL);
+    cr_assert(man);
+    json_t *files = json_object_get(man, "files_sha256");
+    const char *names[64], *key;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(files, key, v) {
+        if (strcmp(key, "MODEL_MANIFEST.json") && n < 64)
+            names[n++] = key;
+    }
+    qsort(names, n, sizeof *names, cmp_str);
+    char text[64 * 200];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s  %s\n",
+                                json_string_value(json_object_get(files, names[i])), names[i]);
+    cr_assert_eq(vw_sha256_hex(text, len, out, NULL), VW_OK);
+    json_decref(man);
+    free(mp);
+}
+
+Test(bundle, revision_covers_every_file) {
+    char *tiny = tiny_dir(), orig[VW_SHA256_HEX], want[VW_SHA256_HEX], got[VW_SHA256_HEX];
+    content_of(tiny, orig);
+    rule_digest(tiny, want);
+    cr_assert_str_eq(orig, want, "the digest follows the documented rule " HINT);
+
+    /* An unchanged copy, its lists rewritten (another manifest layout, the
+     * manifest's own digest in SHA256SUMS): the same identity. */
+    char *dir = copy_bundle();
+    rehash(dir);
+    content_of(dir, got);
+    cr_assert_str_eq(got, orig, "an unchanged copy keeps the identity");
+    /* A file named by SHA256SUMS only still counts, once. */
+    rehash_except(dir, "tokenizer.json");
+    content_of(dir, got);
+    cr_assert_str_eq(got, orig, "which list names a file does not count");
+    remove_tree(dir);
+
+    /* One weight byte changed and the lists rewritten: the bundle loads, as
+     * another model. */
+    dir = copy_bundle();
+    char *p = path_in(dir, "model-00001-of-00002.safetensors");
+    size_t n = 0;
+    char *buf = vw_test_read_file(p, &n);
+    buf[n - 1] ^= 0x01; /* the last byte: tensor data, not the header */
+    write_file(p, buf, n);
+    rehash(dir);
+    content_of(dir, got);
+    cr_assert_str_neq(got, orig, "a changed weight is another revision");
+    rule_digest(dir, want);
+    cr_assert_str_eq(got, want);
+    free(buf);
+    free(p);
+    remove_tree(dir);
+
+    /* The same for a head file, the tokenizer, the calibration and the config
+     * (the two parsed JSON files patched so that they still parse). */
+    const char *others[][3] = {{"broad_head.safetensors", NULL, NULL},
+                               {"tokenizer.json", NULL, NULL},
+                               {"calibration.json", "1.3786", "1.3787"},
+                               {"config.json", "random-tiny", "random-tinY"}};
+    for (size_t i = 0; i < 4; i++) {
+        dir = copy_bundle();
+        p = path_in(dir, others[i][0]);
+        if (others[i][1]) {
+            patch(dir, others[i][0], NULL, others[i][1], others[i][2]);
+        } else {
+            buf = vw_test_read_file(p, &n);
+            buf[n - 1] ^= 0x01;
+            write_file(p, buf, n);
+            free(buf);
+        }
+        rehash(dir);
+        content_of(dir, got);
+        cr_assert_str_neq(got, orig, "%s changed: another revision", others[i][0]);
+        free(p);
+        remove_tree(dir);
+    }
+    free(tiny);
 }

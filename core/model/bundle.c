@@ -3,12 +3,14 @@
  * converts backbone weights (the backends do that) and never runs a model. */
 #include "bundle.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/sbuf.h"
 #include "util/sha256.h"
 
 #define MANIFEST "MODEL_MANIFEST.json"
@@ -26,7 +28,8 @@ typedef struct entry {
 struct vw_bundle {
     char *dir; /* realpath */
     json_t *config, *calibration;
-    char config_sha256[65]; /* verified digest of config.json (hex) */
+    char config_sha256[65];  /* verified digest of config.json (hex) */
+    char content_sha256[65]; /* the package's identity (content_digest) */
     char *tok_json;
     char *config_json, *cal_json; /* verified bytes of config.json, calibration.json */
     size_t config_len, cal_len;
@@ -451,6 +454,61 @@ static vw_status open_weights(vw_bundle *b, const char **shards, size_t n, int h
     return check_tensors(b, err);
 }
 
+/* ---- identity ------------------------------------------------------------ */
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The package's identity (docs/backbone.md "Revision"): the SHA-256 of the
+ * lines "<sha256>  <name>\n" of every file either digest list names, the two
+ * lists themselves excepted, sorted by name (bytes), digests lower-case: what
+ * `sha256sum` would print for those files, sorted. Every listed file was
+ * verified and every file the bundle reads is listed (verify_all), so two
+ * packages that differ in any file the worker uses (weights, heads,
+ * calibration, tokenizer, config) differ here, while the lists' formatting,
+ * the manifest's generator notes and which list names a file do not count. */
+static vw_status content_digest(const json_t *man_files, const json_t *sums, char hex[65],
+                                vw_err *err) {
+    json_t *all = json_object();
+    const char **names = NULL;
+    vw_sbuf text = {0};
+    vw_status st = all ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle identity");
+    const json_t *lists[2] = {man_files, sums};
+    for (int l = 0; l < 2 && st == VW_OK; l++) {
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)lists[l], key, v) {
+            if (strcmp(key, MANIFEST) && strcmp(key, SUMS) && json_object_set(all, key, v))
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle identity");
+        }
+    }
+    size_t n = st == VW_OK ? json_object_size(all) : 0, k = 0;
+    if (st == VW_OK && !(names = malloc((n ? n : 1) * sizeof *names)))
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle identity");
+    if (st == VW_OK) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(all, key, v) names[k++] = key;
+        qsort(names, n, sizeof *names, cmp_name);
+    }
+    for (size_t i = 0; st == VW_OK && i < n; i++) {
+        char lower[65];
+        snprintf(lower, sizeof lower, "%s", json_string_value(json_object_get(all, names[i])));
+        for (char *c = lower; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        vw_sbuf_printf(&text, "%s  %s\n", lower, names[i]);
+    }
+    if (st == VW_OK && text.oom)
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle identity");
+    if (st == VW_OK)
+        st = vw_sha256_hex(text.p ? text.p : "", text.len, hex, err);
+    vw_sbuf_free(&text);
+    free(names);
+    json_decref(all);
+    return st;
+}
+
 /* ---- open ---------------------------------------------------------------- */
 
 static vw_status read_config(vw_bundle *b, vw_err *err) {
@@ -521,6 +579,7 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
         if (!h)
             h = json_string_value(json_object_get(sums, "config.json"));
         snprintf(b->config_sha256, sizeof b->config_sha256, "%s", h ? h : "");
+        st = content_digest(man_files, sums, b->content_sha256, err);
     }
     if (st == VW_OK)
         st = parse_object("calibration.json", b->cal_json, b->cal_len, &b->calibration, err);
@@ -577,6 +636,10 @@ void vw_bundle_free(vw_bundle *b) {
 
 const char *vw_bundle_config_sha256(const vw_bundle *b) {
     return b->config_sha256;
+}
+
+const char *vw_bundle_content_sha256(const vw_bundle *b) {
+    return b->content_sha256;
 }
 
 const char *vw_bundle_dir(const vw_bundle *b) {

@@ -73,6 +73,12 @@ void vw_bundle_free(vw_bundle *b);
 const char *vw_bundle_dir(const vw_bundle *b); /* the resolved directory */
 /* The verified SHA-256 (hex) of config.json, as the manifest or SHA256SUMS lists it. */
 const char *vw_bundle_config_sha256(const vw_bundle *b);
+/* The package's identity (hex SHA-256, docs/backbone.md "Revision"): a digest
+ * of the sorted "<sha256>  <name>" lines of every file MODEL_MANIFEST.json or
+ * SHA256SUMS lists (the two lists excepted), all of them verified, so it
+ * changes with any file the worker uses. Its first 12 digits are the
+ * revision of the vela-model header (engine.h vw_engine_model). */
+const char *vw_bundle_content_sha256(const vw_bundle *b);
 const vw_qwen35_config *vw_bundle_backbone_config(const vw_bundle *b);
 const char *vw_bundle_backbone_prefix(const vw_bundle *b); /* e.g. "backbone." */
 int64_t vw_bundle_max_length(const vw_bundle *b);          /* config.json max_length */
