@@ -1,26 +1,36 @@
 /* cmd_score.c — `vela-worker score --bundle DIR [--device auto|cpu|cuda] [--jsonl]
- * [--batch N]`: reads one request (or JSON Lines of requests) on stdin and
- * writes, one line per request and in input order, the System One envelope or
- * the rejection record {"status":N,"detail":[...]}. Exit 0 even when a request
- * is rejected (the rejection is the answer); 1 when the bundle cannot be used
- * or scoring fails; 2 on bad arguments. */
+ * [--batch N] [--max-request-bytes N]`: reads one request (or JSON Lines of
+ * requests) on stdin and writes, one line per request and in input order, the
+ * System One envelope or the rejection record {"status":N,"detail":[...]}.
+ * With --jsonl every input line is a request, a blank one included (it is the
+ * empty body: 400 "Expecting value"), so output line N answers input line N
+ * (docs/contract.md Decision 10). A request larger than the worker's
+ * limits.max_request_bytes (default 1 MiB) gets the worker's 413 without being
+ * kept or parsed: input is read in bounded pieces. Exit 0 even when a request
+ * is rejected (the rejection is the answer); 1 when the bundle cannot be used,
+ * stdin cannot be read or scoring fails; 2 on bad arguments. */
 #include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/file.h"
+#include "service/config.h"
 #include "service/device.h"
+#include "admit_record.h"
 #include "engine.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--precision "
-               "auto|fp32|bf16|bf16x2]\n"
-               "                          [--jsonl] [--batch N]\n"
-               "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
-               "  prints one envelope or rejection record per request, in input order.\n"
-               "  --batch N: requests per executor call with --jsonl (default 16)\n");
+    fprintf(f,
+            "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--precision "
+            "auto|fp32|bf16|bf16x2]\n"
+            "                          [--jsonl] [--batch N] [--max-request-bytes N]\n"
+            "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
+            "  prints one envelope or rejection record per request, in input order.\n"
+            "  --batch N: requests per executor call with --jsonl (default 16)\n"
+            "  --max-request-bytes N: larger requests get the worker's 413 (default %d,\n"
+            "  the worker's limits.max_request_bytes)\n",
+            VW_MAX_REQUEST_BYTES_DEFAULT);
 }
 
 /* One input request and what it became. */
@@ -58,8 +68,63 @@ static vw_status flush_chunk(vw_engine *e, pending *items, size_t n, vw_err *err
     return st;
 }
 
-/* Plans one request into *it (a plan, or the rejection JSON). */
-static vw_status plan_one(vw_engine *e, const char *body, size_t len, pending *it, vw_err *err) {
+/* One request read from the input: its first bytes (at most max of them)
+ * and its whole size. */
+typedef struct request_in {
+    char *buf;
+    size_t cap, len; /* len = min(size, max) bytes kept in buf */
+    size_t size;     /* bytes of the request, a line's "\n" or "\r\n" excepted */
+} request_in;
+
+/* Reads the next request of f: a line with --jsonl, else the whole stream.
+ * Bytes past max are counted, not kept. 1: a request (possibly empty), 0: the
+ * input is done, -1: a read error or out of memory. */
+static int read_request(FILE *f, int jsonl, size_t max, request_in *r) {
+    int c = EOF, last = EOF, got = 0;
+    r->len = r->size = 0;
+    while ((c = getc_unlocked(f)) != EOF) {
+        got = 1;
+        if (jsonl && c == '\n')
+            break;
+        last = c;
+        if (r->size++ >= max)
+            continue; /* counted, not kept */
+        if (r->len + 1 >= r->cap) {
+            size_t cap = r->cap ? r->cap * 2 : 4096;
+            char *p = realloc(r->buf, cap);
+            if (!p)
+                return -1;
+            r->buf = p;
+            r->cap = cap;
+        }
+        r->buf[r->len++] = (char)c;
+    }
+    if (ferror(f))
+        return -1;
+    if (jsonl && c == '\n' && last == '\r') { /* "\r\n" ends the line */
+        if (r->len == r->size)
+            r->len--;
+        r->size--;
+    }
+    return got || !jsonl;
+}
+
+/* Plans one request into *it (a plan, or the rejection JSON): over max
+ * bytes, the 413 the worker answers (admit_record.h) for a record that size. */
+static vw_status plan_one(vw_engine *e, const request_in *in, size_t max, pending *it,
+                          vw_err *err) {
+    if (in->size > max) {
+        vw_record rec = {.value_len = in->size};
+        vw_result res = {0};
+        bool rejected = false;
+        vw_status st = vw_admit_check(&rec, (int64_t)max, &rejected, &res, err);
+        if (st == VW_OK)
+            vw_sbuf_put(&it->out, res.value, res.value_len);
+        vw_result_clear(&res);
+        return st ? st : vw_sbuf_status(&it->out);
+    }
+    const char *body = in->buf ? in->buf : "";
+    size_t len = in->len;
     int status = 0;
     vw_errlist detail = {0};
     vw_status st = vw_engine_plan(e, body, len, &it->plan, &status, &detail, err);
@@ -72,46 +137,36 @@ static vw_status plan_one(vw_engine *e, const char *body, size_t len, pending *i
 }
 
 static int run(const char *bundle, const char *device, const char *precision, int jsonl,
-               size_t batch) {
+               size_t batch, size_t max) {
     vw_err err = {0};
     vw_engine_opts opts = {.noul_calibration = -1};
     vw_engine *e = NULL;
     vw_device_choice dc;
-    size_t len = 0, n = 0;
-    char *body = NULL;
+    request_in in = {0};
+    size_t n = 0;
+    int got = 0;
     pending *items = calloc(batch, sizeof *items);
     vw_status st = items ? VW_OK : VW_FAIL(&err, VW_ENOMEM, "out_of_memory", "batch");
     if (st == VW_OK)
         st = vw_device_select(device, precision, 0, &dc, &opts, &err);
     if (st == VW_OK)
         st = vw_engine_open(bundle, &opts, &e, &err);
-    if (st == VW_OK) {
+    if (st == VW_OK)
         fprintf(stderr, "vela-worker score: model %s on %s\n", vw_engine_model(e), dc.chosen);
-        body = vw_read_stream(stdin, &len);
-        if (!body)
-            st = VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
-    }
-    if (st == VW_OK && !jsonl) {
-        st = plan_one(e, body, len, &items[0], &err);
-        if (st == VW_OK)
-            st = flush_chunk(e, items, 1, &err);
-    }
-    for (char *line = body, *end; st == VW_OK && jsonl && line < body + len; line = end + 1) {
-        end = memchr(line, '\n', (size_t)(body + len - line));
-        if (!end)
-            end = body + len;
-        size_t ll = (size_t)(end - line);
-        if (ll && line[ll - 1] == '\r')
-            ll--;
-        if (ll == 0)
-            continue;
-        st = plan_one(e, line, ll, &items[n++], &err);
-        if (st == VW_OK && n == batch) {
+    /* One request at a time (a line with --jsonl): the plans keep copies of
+     * what they use (request.h), so the buffer is reused. */
+    while (st == VW_OK && (got = read_request(stdin, jsonl, max, &in)) > 0) {
+        st = plan_one(e, &in, max, &items[n++], &err);
+        if (st == VW_OK && (n == batch || !jsonl)) {
             st = flush_chunk(e, items, n, &err);
             n = 0;
         }
+        if (!jsonl)
+            break;
     }
-    if (st == VW_OK && jsonl && n)
+    if (st == VW_OK && got < 0)
+        st = VW_FAIL(&err, VW_EIO, "read_failed", "stdin");
+    if (st == VW_OK && n)
         st = flush_chunk(e, items, n, &err);
     if (st != VW_OK) {
         fprintf(stderr, "vela-worker score: %s (%s, %s)\n", err.msg, err.type, err.where);
@@ -121,7 +176,7 @@ static int run(const char *bundle, const char *device, const char *precision, in
         }
     }
     free(items);
-    free(body);
+    free(in.buf);
     vw_engine_free(e);
     return st == VW_OK ? 0 : 1;
 }
@@ -129,7 +184,7 @@ static int run(const char *bundle, const char *device, const char *precision, in
 int vw_cmd_score(int argc, char **argv) {
     const char *bundle = NULL, *device = "auto", *precision = "auto";
     int jsonl = 0;
-    long batch = 16;
+    long batch = 16, max = VW_MAX_REQUEST_BYTES_DEFAULT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -149,6 +204,13 @@ int vw_cmd_score(int argc, char **argv) {
                 fprintf(stderr, "vela-worker score: --batch wants 1..4096\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--max-request-bytes") && i + 1 < argc) {
+            char *end = NULL;
+            max = strtol(argv[++i], &end, 10);
+            if (!end || *end || max < 1 || max > 1000000000) { /* the config's range */
+                fprintf(stderr, "vela-worker score: --max-request-bytes wants 1..1000000000\n");
+                return 2;
+            }
         } else {
             usage(stderr);
             return 2;
@@ -158,5 +220,5 @@ int vw_cmd_score(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    return run(bundle, device, precision, jsonl, (size_t)batch);
+    return run(bundle, device, precision, jsonl, (size_t)batch, (size_t)max);
 }

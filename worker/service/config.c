@@ -489,7 +489,7 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->batching.max_requests = 64;
     cfg->batching.max_wait_ms = 5;
     cfg->processing.threads = 0;
-    cfg->limits.max_request_bytes = 1048576;
+    cfg->limits.max_request_bytes = VW_MAX_REQUEST_BYTES_DEFAULT;
     cfg->limits.max_in_flight = 1024;
     cfg->limits.max_request_tokens = -1; /* 4 x batching.max_tokens (validate) */
     cfg->limits.slow_record_ms = 1000;

@@ -43,6 +43,10 @@ typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode
 /* limits.max_request_tokens by default: this many full micro-batches. */
 #define VW_REQUEST_TOKENS_PER_BATCH 4
 
+/* limits.max_request_bytes when the config leaves it out; `vela-worker score`
+ * refuses larger requests with the same 413. */
+#define VW_MAX_REQUEST_BYTES_DEFAULT 1048576
+
 typedef struct vw_config {
     char *source; /* file name used in messages */
     struct {
@@ -70,7 +74,8 @@ typedef struct vw_config {
                             0: one per online CPU */
     } processing;
     struct {
-        int64_t max_request_bytes;  /* larger records are rejected with 413 */
+        int64_t max_request_bytes;  /* larger records are rejected with 413
+                                       (default VW_MAX_REQUEST_BYTES_DEFAULT) */
         int64_t max_in_flight;      /* admitted but unacknowledged records before pausing */
         int64_t max_request_tokens; /* model tokens of one request (more: 413, Decision 9);
                                        default VW_REQUEST_TOKENS_PER_BATCH x batching.max_tokens,
