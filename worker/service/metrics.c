@@ -364,11 +364,20 @@ vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_
     if (gai)
         return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen '%s': %s", listen,
                        gai_strerror(gai));
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+    /* MHD_USE_AUTO: epoll on Linux, so no FD_SETSIZE ceiling (select() refused
+     * any connection whose descriptor passed 1,024). The limits keep idle
+     * connections from holding the endpoint: one address takes at most
+     * PER_IP of MAX (the rest are closed at once) and an idle one is closed
+     * after IDLE_TIMEOUT_S, so /healthz from another address is answered
+     * beside any number of them, from the same one within the timeout. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     m->httpd = MHD_start_daemon(flags, 0, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VW_METRICS_IDLE_TIMEOUT_S,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)VW_METRICS_MAX_CONNECTIONS,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                (unsigned)VW_METRICS_PER_IP_CONNECTIONS, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!m->httpd)
         return VW_FAIL(err, VW_EIO, "metrics_listen", "metrics.listen '%s': cannot bind", listen);

@@ -27,6 +27,15 @@
 
 typedef struct vw_metrics vw_metrics;
 
+/* The HTTP endpoint's limits (docs/worker.md "Metrics and health"): a
+ * connection idle this long is closed; at most this many connections at once,
+ * and this many from one address, so a flood of idle connections from one
+ * client cannot keep /healthz from another (a probe from the flooding address
+ * waits at most the idle timeout). */
+#define VW_METRICS_IDLE_TIMEOUT_S 2
+#define VW_METRICS_MAX_CONNECTIONS 256
+#define VW_METRICS_PER_IP_CONNECTIONS 32
+
 typedef enum vw_counter {
     VW_M_RECORDS_IN = 0,     /* request records consumed */
     VW_M_DLQ,                /* records sent to the dead-letter topic */

@@ -1,0 +1,186 @@
+/* test_metrics.c — the metrics endpoint stays answerable under idle
+ * connections (issue 27 item 8: 1,500 idle connections starved /healthz for
+ * 10 s). The server runs in a child process (as in the worker: its own fd
+ * table), the test opens 1,500 TCP connections that never send a byte, then
+ * asks /healthz: from another address it is answered at once (one address
+ * holds at most VW_METRICS_PER_IP_CONNECTIONS), from the flooding address
+ * itself as soon as the idle ones time out (VW_METRICS_IDLE_TIMEOUT_S). The
+ * bounds are generous (2 s; the timeout + 3 s), not timings. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/metrics.h"
+
+#define FLOOD 1500
+
+typedef struct server {
+    pid_t pid;
+    int port;
+    int stop; /* write end: closing it stops the child */
+} server;
+
+/* Forks a child serving metrics on 127.0.0.1 (any port); returns at once. */
+static void serve(server *s) {
+    int port_pipe[2], stop_pipe[2];
+    cr_assert_eq(pipe(port_pipe), 0);
+    cr_assert_eq(pipe(stop_pipe), 0);
+    s->pid = fork();
+    cr_assert_geq(s->pid, 0);
+    if (s->pid == 0) {
+        close(port_pipe[0]);
+        close(stop_pipe[1]);
+        vw_metrics *m = vw_metrics_new();
+        int port = -1;
+        if (!m || vw_metrics_serve(m, "127.0.0.1:0", &port, NULL))
+            port = -1;
+        if (write(port_pipe[1], &port, sizeof port) != sizeof port)
+            _exit(1);
+        char c;
+        while (read(stop_pipe[0], &c, 1) > 0)
+            ;
+        vw_metrics_free(m);
+        _exit(0);
+    }
+    close(port_pipe[1]);
+    close(stop_pipe[0]);
+    cr_assert_eq(read(port_pipe[0], &s->port, sizeof s->port), (ssize_t)sizeof s->port);
+    close(port_pipe[0]);
+    cr_assert_gt(s->port, 0, "the child could not serve metrics");
+    s->stop = stop_pipe[1];
+}
+
+static void stop(server *s) {
+    close(s->stop);
+    int st = 0;
+    cr_assert_eq(waitpid(s->pid, &st, 0), s->pid);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A non-blocking TCP connection from address `from` to 127.0.0.1:port. */
+static int open_from(const char *from, int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    cr_assert_geq(fd, 0, "socket: %s", strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &a.sin_addr);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0, "bind %s: %s", from,
+                 strerror(errno));
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    int rc = connect(fd, (struct sockaddr *)&to, sizeof to);
+    cr_assert(rc == 0 || errno == EINPROGRESS, "connect: %s", strerror(errno));
+    return fd;
+}
+
+/* GET /healthz from address `from`, giving up at `deadline`: the HTTP status,
+ * or -1 when the connection was closed or nothing came by then. */
+static int healthz(const char *from, int port, double deadline) {
+    int fd = open_from(from, port), code = -1;
+    char buf[512];
+    size_t len = 0;
+    const char *req = "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    size_t sent = 0;
+    while (now_s() < deadline) {
+        struct pollfd p = {.fd = fd, .events = POLLIN | (sent < strlen(req) ? POLLOUT : 0)};
+        if (poll(&p, 1, 50) <= 0)
+            continue;
+        if ((p.revents & POLLOUT) && sent < strlen(req)) {
+            ssize_t w = send(fd, req + sent, strlen(req) - sent, MSG_NOSIGNAL);
+            if (w < 0)
+                break;
+            sent += (size_t)w;
+        }
+        if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t r = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+            if (r <= 0)
+                break;
+            len += (size_t)r;
+            buf[len] = 0;
+            if (sscanf(buf, "HTTP/%*s %d", &code) == 1)
+                break;
+        }
+    }
+    close(fd);
+    return code;
+}
+
+/* Room for the flood's descriptors (the soft limit is often 1,024). */
+static void raise_fd_limit(void) {
+    struct rlimit rl;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_cur < FLOOD + 64) {
+        rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    }
+    if (rl.rlim_cur < FLOOD + 64)
+        cr_skip_test("RLIMIT_NOFILE %llu: too few descriptors for %d connections",
+                     (unsigned long long)rl.rlim_cur, FLOOD);
+}
+
+/* FLOOD idle connections from `from`, left open (fds[]). */
+static void flood(const char *from, int port, int *fds) {
+    for (int i = 0; i < FLOOD; i++)
+        fds[i] = open_from(from, port);
+    usleep(200 * 1000); /* let the server take what it takes */
+}
+
+static void unflood(int *fds) {
+    for (int i = 0; i < FLOOD; i++)
+        close(fds[i]);
+}
+
+Test(metrics, healthz_answers_beside_idle_connections_of_another_address) {
+    raise_fd_limit();
+    server s;
+    serve(&s);
+    cr_assert_eq(healthz("127.0.0.1", s.port, now_s() + 5), 200, "healthz before the flood");
+    static int fds[FLOOD];
+    flood("127.0.0.2", s.port, fds);
+    double t0 = now_s();
+    int code = healthz("127.0.0.1", s.port, t0 + 5);
+    double took = now_s() - t0;
+    cr_log_info("healthz beside %d idle connections: %d after %.3f s", FLOOD, code, took);
+    cr_assert_eq(code, 200, "no answer within 5 s beside %d idle connections", FLOOD);
+    cr_assert_lt(took, 2.0, "answered after %.3f s", took);
+    unflood(fds);
+    stop(&s);
+}
+
+Test(metrics, healthz_answers_once_the_idle_connections_time_out) {
+    raise_fd_limit();
+    server s;
+    serve(&s);
+    static int fds[FLOOD];
+    flood("127.0.0.1", s.port, fds);
+    /* The flooding address itself: its idle connections hold its slots until
+     * the idle timeout; then a probe (retried, as probes are) is answered. */
+    double t0 = now_s(), bound = VW_METRICS_IDLE_TIMEOUT_S + 3.0;
+    int code = -1;
+    while (code != 200 && now_s() < t0 + bound + 2)
+        if ((code = healthz("127.0.0.1", s.port, t0 + bound + 2)) != 200)
+            usleep(100 * 1000);
+    double took = now_s() - t0;
+    cr_log_info("healthz from the flooding address: %d after %.3f s", code, took);
+    cr_assert_eq(code, 200);
+    cr_assert_lt(took, bound, "answered after %.3f s", took);
+    unflood(fds);
+    stop(&s);
+}
