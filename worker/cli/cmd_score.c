@@ -25,12 +25,16 @@ static void usage(FILE *f) {
             "usage: vela-worker score --bundle DIR [--device auto|cpu|cuda] [--precision "
             "auto|fp32|bf16|bf16x2]\n"
             "                          [--jsonl] [--batch N] [--max-request-bytes N]\n"
+            "                          [--max-request-tokens N]\n"
             "  scores one request JSON (or, with --jsonl, one request per line) from stdin;\n"
             "  prints one envelope or rejection record per request, in input order.\n"
             "  --batch N: requests per executor call with --jsonl (default 16)\n"
             "  --max-request-bytes N: larger requests get the worker's 413 (default %d,\n"
-            "  the worker's limits.max_request_bytes)\n",
-            VW_MAX_REQUEST_BYTES_DEFAULT);
+            "  the worker's limits.max_request_bytes)\n"
+            "  --max-request-tokens N: requests that would run more model tokens get the\n"
+            "  worker's 413 (default %d, the worker's limits.max_request_tokens; 0: none)\n",
+            VW_MAX_REQUEST_BYTES_DEFAULT,
+            VW_REQUEST_TOKENS_PER_BATCH * VW_BATCH_MAX_TOKENS_DEFAULT);
 }
 
 /* One input request and what it became. */
@@ -137,9 +141,9 @@ static vw_status plan_one(vw_engine *e, const request_in *in, size_t max, pendin
 }
 
 static int run(const char *bundle, const char *device, const char *precision, int jsonl,
-               size_t batch, size_t max) {
+               size_t batch, size_t max, int64_t max_tokens) {
     vw_err err = {0};
-    vw_engine_opts opts = {.noul_calibration = -1};
+    vw_engine_opts opts = {.noul_calibration = -1, .max_request_tokens = max_tokens};
     vw_engine *e = NULL;
     vw_device_choice dc;
     request_in in = {0};
@@ -185,6 +189,7 @@ int vw_cmd_score(int argc, char **argv) {
     const char *bundle = NULL, *device = "auto", *precision = "auto";
     int jsonl = 0;
     long batch = 16, max = VW_MAX_REQUEST_BYTES_DEFAULT;
+    long max_tokens = VW_REQUEST_TOKENS_PER_BATCH * VW_BATCH_MAX_TOKENS_DEFAULT;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -211,6 +216,13 @@ int vw_cmd_score(int argc, char **argv) {
                 fprintf(stderr, "vela-worker score: --max-request-bytes wants 1..1000000000\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--max-request-tokens") && i + 1 < argc) {
+            char *end = NULL;
+            max_tokens = strtol(argv[++i], &end, 10);
+            if (!end || *end || max_tokens < 0 || max_tokens > 1000000000) {
+                fprintf(stderr, "vela-worker score: --max-request-tokens wants 0..1000000000\n");
+                return 2;
+            }
         } else {
             usage(stderr);
             return 2;
@@ -220,5 +232,5 @@ int vw_cmd_score(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    return run(bundle, device, precision, jsonl, (size_t)batch, (size_t)max);
+    return run(bundle, device, precision, jsonl, (size_t)batch, (size_t)max, max_tokens);
 }

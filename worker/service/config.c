@@ -485,7 +485,7 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     if (!cfg->source || !cfg->topics.results || !cfg->model.bundle || !cfg->model.device ||
         !cfg->model.precision || !cfg->metrics.listen)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "config defaults");
-    cfg->batching.max_tokens = 16384;
+    cfg->batching.max_tokens = VW_BATCH_MAX_TOKENS_DEFAULT;
     cfg->batching.max_requests = 64;
     cfg->batching.max_wait_ms = 5;
     cfg->processing.threads = 0;

@@ -40,6 +40,8 @@ typedef struct vw_kvlist {
 
 typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode;
 
+/* batching.max_tokens when the config leaves it out. */
+#define VW_BATCH_MAX_TOKENS_DEFAULT 16384
 /* limits.max_request_tokens by default: this many full micro-batches. */
 #define VW_REQUEST_TOKENS_PER_BATCH 4
 
