@@ -703,10 +703,10 @@ static vw_status run_heads(const vw_engine *e, const problems *pr, vw_err *err) 
     return st;
 }
 
-/* Heads for the plans with outcome OK, all at once: every plan's problems go
- * through one GEMM per head weight for the whole batch (heads.h: a weight is
- * packed once per call, and a row's result does not depend on the rows beside
- * it, so batch == single still holds byte for byte; docs/envelope.md). When
+/* Heads for the plans with outcome OK, all at once: every problem goes through
+ * its own GEMM per head weight (heads.h), so a row's result does not depend on
+ * the rows beside it and batch == single holds byte for byte
+ * (docs/envelope.md). When
  * that fails, plan by plan, so the failing plan is the only one marked. z[i]
  * receives plan i's outputs. */
 static void heads(const vw_engine *e, vw_engine_batch *b, entry_z **z) {

@@ -88,8 +88,8 @@ vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf
  *   execute  the executor call (the one thread that drives the executor);
  *            when the whole call fails (not VW_ETRANSIENT), every plan is run
  *            alone so one poison plan cannot sink the rest;
- *   finish   host: the heads over every plan at once (one GEMM per head
- *            weight for the whole batch), then each plan's answers and
+ *   finish   host: the heads over every plan (one GEMM per head weight
+ *            and question), then each plan's answers and
  *            envelope into out[i]; any thread, several batches at once.
  * Each plan keeps its own outcome (vw_engine_batch_status). Plans are borrowed
  * until vw_engine_batch_free. pack and execute return VW_ETRANSIENT when the

@@ -149,38 +149,20 @@ static inline float gelu(float x) {
     return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
 }
 
-/* Fewer rows than this go through OpenBLAS padded with zero rows: its
- * small-matrix kernels (chosen by shape) round differently, while every row of
- * a call at least this tall comes out the same bits wherever it sits in the
- * call (measured: any M >= 4 at hidden 1,024, M >= 6 at 64), so a request's
- * rows projected alone or with a whole micro-batch give the same logits. */
-enum { MIN_GEMM_ROWS = 16 };
-
-/* out[rows, d] = x[rows, H] . w[d, H]^T; VW_ENOMEM only when padding fails. */
-static vw_status project(const float *x, size_t rows, size_t h, const float *w, size_t d,
-                         float *out) {
-    if (rows == 0)
-        return VW_OK;
-    float *px = NULL, *po = NULL;
-    size_t m = rows;
-    if (rows < MIN_GEMM_ROWS) {
-        m = MIN_GEMM_ROWS;
-        px = calloc(m * h, sizeof *px);
-        po = malloc(m * d * sizeof *po);
-        if (!px || !po) {
-            free(px);
-            free(po);
-            return VW_ENOMEM;
-        }
-        memcpy(px, x, rows * h * sizeof *px);
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)d, (int)h, 1.0f, px ? px : x,
-                (int)h, w, (int)h, 0.0f, po ? po : out, (int)d);
-    if (po)
-        memcpy(out, po, rows * d * sizeof *out);
-    free(px);
-    free(po);
-    return VW_OK;
+/* out[rows, d] = x[rows, H] . w[d, H]^T for each problem's rows on its own:
+ * rows[k] rows of problem k, one after the other in x and out. One GEMM per
+ * problem, not per batch: OpenBLAS rounds a row differently by where it sits
+ * in a call (the tail of its unrolled row blocks, and each thread's share of
+ * them), so rows projected with a whole micro-batch came out other bits than
+ * the same rows alone (envelopes differing in the 7th digit by batch, on a
+ * 12-row-unrolled kernel). A problem's call shape is its own, so its logits
+ * do not depend on the batch. */
+static void project(const float *x, const size_t *rows, size_t n, size_t h, const float *w,
+                    size_t d, float *out) {
+    for (size_t k = 0, r = 0; k < n; r += rows[k], k++)
+        if (rows[k])
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows[k], (int)d, (int)h, 1.0f,
+                        x + r * h, (int)h, w, (int)h, 0.0f, out + r * d, (int)d);
 }
 
 /* v . GELU(a + c) over d. */
@@ -205,22 +187,27 @@ vw_status vw_cand_head_logits_batch(const vw_cand_head *h, const vw_cand_problem
         return VW_OK;
     /* c [R,H] | q [n,H] | kc [R,d] | mc [R,d] | qq [n,d] | mq [n,d] */
     float *ws = malloc(((R + n) * H + 2 * (R + n) * d) * sizeof *ws);
-    if (!ws)
+    size_t *rows = malloc(2 * n * sizeof *rows); /* [n] option rows | [n] ones */
+    if (!ws || !rows) {
+        free(ws);
+        free(rows);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu rows", R);
+    }
+    for (size_t k = 0; k < n; k++) {
+        rows[k] = p[k].m;
+        rows[n + k] = 1;
+    }
     float *c = ws, *q = c + R * H, *kc = q + n * H, *mc = kc + R * d, *qq = mc + R * d,
           *mq = qq + n * d;
     for (size_t k = 0, r = 0; k < n; r += p[k].m, k++) {
         layer_norm(p[k].cands, p[k].m, H, h->cand_ln_w, h->cand_ln_b, c + r * H);
         layer_norm(p[k].query, 1, H, h->query_ln_w, h->query_ln_b, q + k * H);
     }
-    /* One GEMM per weight for every problem's rows: the weight is packed once. */
-    if (project(c, R, H, h->key, d, kc) ||    /* (R,d) K c_i */
-        project(c, R, H, h->cmlp_w, d, mc) || /* (R,d) Mc c_i */
-        project(q, n, H, h->query, d, qq) ||  /* (n,d) Q q */
-        project(q, n, H, h->qmlp_w, d, mq)) { /* (n,d) Mq q */
-        free(ws);
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate head, %zu rows", R);
-    }
+    project(c, rows, n, H, h->key, d, kc);        /* (R,d) K c_i */
+    project(c, rows, n, H, h->cmlp_w, d, mc);     /* (R,d) Mc c_i */
+    project(q, rows + n, n, H, h->query, d, qq);  /* (n,d) Q q */
+    project(q, rows + n, n, H, h->qmlp_w, d, mq); /* (n,d) Mq q */
+    free(rows);
     float scale = (float)(1.0 / sqrt((double)d));
     for (size_t k = 0, r = 0; k < n; r += p[k].m, k++)
         for (size_t i = 0; i < p[k].m; i++) {
@@ -285,10 +272,16 @@ vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem
     /* x [W,H] | a [L,H] | kx [W,d] | mx [W,d] | qa [L,d] | na [L,d] */
     float *ws = malloc(((W + L) * H + 2 * (W + L) * d) * sizeof *ws);
     double *acc = malloc(H * sizeof *acc);
-    if (!ws || !acc) {
+    size_t *rows = malloc(2 * n * sizeof *rows); /* [n] words | [n] labels */
+    if (!ws || !acc || !rows) {
         free(ws);
         free(acc);
+        free(rows);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span head %zu x %zu", W, L);
+    }
+    for (size_t k = 0; k < n; k++) {
+        rows[k] = p[k].n_words;
+        rows[n + k] = p[k].n_labels;
     }
     float *x = ws, *a = x + W * H, *kx = a + L * H, *mx = kx + W * d, *qa = mx + W * d,
           *na = qa + L * d;
@@ -307,15 +300,11 @@ vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem
         if (nl >= 2) /* a single label is not centred (it would vanish) */
             centre_rows(ak, nl, H, acc);
     }
-    /* One GEMM per weight for every problem's rows: the weight is packed once. */
-    if (project(x, W, H, h->k, d, kx) ||   /* (W,d) K x_w */
-        project(x, W, H, h->m_w, d, mx) || /* (W,d) M x_w */
-        project(a, L, H, h->q, d, qa) ||   /* (L,d) Q a_l */
-        project(a, L, H, h->n, d, na)) {   /* (L,d) N a_l */
-        free(ws);
-        free(acc);
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span head %zu x %zu", W, L);
-    }
+    project(x, rows, n, H, h->k, d, kx);     /* (W,d) K x_w */
+    project(x, rows, n, H, h->m_w, d, mx);   /* (W,d) M x_w */
+    project(a, rows + n, n, H, h->q, d, qa); /* (L,d) Q a_l */
+    project(a, rows + n, n, H, h->n, d, na); /* (L,d) N a_l */
+    free(rows);
     for (size_t w = 0; w < W; w++)
         for (size_t t = 0; t < d; t++)
             mx[w * d + t] += h->m_b[t];

@@ -90,12 +90,10 @@ vw_status vw_cand_head_logits(const vw_cand_head *h, const float *cands, size_t 
 
 /* A group of candidate-head problems (the engine passes a micro-batch's):
  * problem k has m >= 1 option rows and one query row; its logits (m) are
- * written as vw_cand_head_logits would write them, bit for bit. Every
- * problem's rows go through one GEMM per weight (OpenBLAS packs a [d, H]
- * weight once for the group, not once per question: at hidden 1,024 the
- * packing cost more than the arithmetic of a question's few rows); calls of
- * fewer than 16 rows are padded, so no row meets OpenBLAS's small-matrix
- * kernels, which round differently. */
+ * written as vw_cand_head_logits would write them, bit for bit: each
+ * problem's rows go through their own GEMM per weight (OpenBLAS rounds a row
+ * by where it sits in a call, so rows sharing a call with other problems'
+ * came out other bits than alone). */
 typedef struct vw_cand_problem {
     const float *cands; /* [m, H] */
     size_t m;
