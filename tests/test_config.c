@@ -269,3 +269,97 @@ Test(config, example_file_loads) {
     cr_assert_eq(vw_config_load("/nonexistent/x.yaml", NULL, &cfg, &err), VW_EIO);
     cr_assert_null(cfg);
 }
+
+/* An output topic that is the input topic feeds the worker its own records
+ * forever: refused with the line of the output key (issue 27 item 3). */
+Test(config, output_topic_equal_to_input_is_a_loop) {
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: in\n  results: in\n", NULL,
+              "t.yaml:4: topics.results: 'in' is both topics.input and topics.results: the "
+              "worker would consume its own results (a loop)");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  dlq: in\n  input: in\n", NULL,
+              "t.yaml:3: topics.dlq: 'in' is both topics.input and topics.dlq");
+    /* results left at its default: the input key is the one to change. */
+    parse_bad("kafka: {bootstrap.servers: h}\n\ntopics:\n  input: results\n", NULL,
+              "t.yaml:4: topics.input: 'results' is both topics.input and topics.results");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: in\n  reply_allow:\n"
+              "    - out\n    - in\n",
+              NULL, "t.yaml:6: topics.reply_allow: 'in' is topics.input: a reply-topic header");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in, reply_allow: [a, in]}\n", NULL,
+              "t.yaml:2: topics.reply_allow: 'in' is topics.input");
+    char *env_results[] = {"VELA_TOPICS_RESULTS=in", NULL};
+    parse_bad(minimal, env_results,
+              "VELA_TOPICS_RESULTS (environment): 'in' is both topics.input and topics.results");
+    char *env_input[] = {"VELA_TOPICS_INPUT=x", "VELA_TOPICS_REPLY_ALLOW=a,x", NULL};
+    parse_bad(minimal, env_input, "VELA_TOPICS_REPLY_ALLOW (environment): 'x' is topics.input");
+    /* Distinct topics (a dlq equal to results is no loop) still load. */
+    vw_config *cfg =
+        parse_ok("kafka: {bootstrap.servers: h}\ntopics: {input: in, results: out, dlq: out, "
+                 "reply_allow: [in2, out]}\n",
+                 NULL);
+    vw_config_free(cfg);
+}
+
+/* metrics.listen: getaddrinfo wraps a port over 65535 (99999 bound 34463);
+ * the config refuses it, and any other malformed address, with its line. */
+Test(config, metrics_listen_port_range_and_shape) {
+    const char *ok[] = {"127.0.0.1:0", "127.0.0.1:9464", "0.0.0.0:65535", "[::1]:9464",
+                        "localhost:80"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char yaml[160];
+        snprintf(yaml, sizeof yaml, "%smetrics: {listen: \"%s\"}\n", minimal, ok[i]);
+        vw_config *cfg = parse_ok(yaml, NULL);
+        cr_assert_str_eq(cfg->metrics.listen, ok[i]);
+        vw_config_free(cfg);
+    }
+    static const struct {
+        const char *listen, *why;
+    } bad[] = {
+        {"127.0.0.1:99999", "port '99999' is not a number in [0, 65535]"},
+        {"127.0.0.1:65536", "port '65536' is not a number in [0, 65535]"},
+        {"127.0.0.1:0000009464", "port '0000009464' is not a number"},
+        {"127.0.0.1:http", "port 'http' is not a number"},
+        {"127.0.0.1:-1", "port '-1' is not a number"},
+        {"127.0.0.1: 80", "port ' 80' is not a number"},
+        {"9464", "want host:port"},
+        {":9464", "want host:port"},
+        {"127.0.0.1:", "want host:port"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char yaml[200], want[160];
+        snprintf(yaml, sizeof yaml, "%smetrics:\n  listen: \"%s\"\n", minimal, bad[i].listen);
+        snprintf(want, sizeof want, "t.yaml:4: metrics.listen: '%s': %s", bad[i].listen,
+                 bad[i].why);
+        parse_bad(yaml, NULL, want);
+    }
+    char *env[] = {"VELA_METRICS_LISTEN=0.0.0.0:99999", NULL};
+    parse_bad(minimal, env, "VELA_METRICS_LISTEN (environment): '0.0.0.0:99999': port '99999'");
+}
+
+/* Nesting deeper than VW_CONFIG_MAX_DEPTH is refused from the parser's events,
+ * at the line it passes the limit, before libyaml loads the document (which
+ * took 22 s for 100,000 levels). 200,000 levels here: without the bound this
+ * test runs for minutes. */
+Test(config, nesting_depth_is_bounded) {
+    enum { DEPTH = 200000 };
+    static const char *const open_close[][2] = {{"[", "]"}, {"{a: ", "}"}};
+    for (size_t k = 0; k < 2; k++) {
+        size_t ol = strlen(open_close[k][0]), cl = strlen(open_close[k][1]);
+        size_t pre = strlen(minimal) + 4;
+        char *yaml = malloc(pre + DEPTH * (ol + cl) + 8);
+        cr_assert_not_null(yaml);
+        char *w = yaml + sprintf(yaml, "%sx: ", minimal);
+        for (int i = 0; i < DEPTH; i++, w += ol)
+            memcpy(w, open_close[k][0], ol);
+        *w++ = '1';
+        for (int i = 0; i < DEPTH; i++, w += cl)
+            memcpy(w, open_close[k][1], cl);
+        strcpy(w, "\n");
+        parse_bad(yaml, NULL, "t.yaml:3: YAML: nested deeper than 8 levels");
+        free(yaml);
+    }
+    /* The limit itself: 8 levels reach the parser (which refuses the key). */
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nx: [[[[[[[1]]]]]]]\n", NULL,
+              "t.yaml:3: x: unknown section");
+    parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nx: [[[[[[[[1]]]]]]]]\n", NULL,
+              "t.yaml:3: YAML: nested deeper than 8 levels");
+}

@@ -10,9 +10,13 @@
  * VELA_TOPICS_REPLY_ALLOW=a,b (lists are comma-separated).
  *
  * Errors: an unknown section or key, a duplicate key, a value of the wrong shape
- * or out of range, and a librdkafka property librdkafka rejects are VW_EINVAL
- * with type "config_invalid" and a message "FILE:LINE: section.key: why"
- * (environment overrides name the variable instead of FILE:LINE).
+ * or out of range (metrics.listen: host:port, port 0-65535), a librdkafka
+ * property librdkafka rejects, an output topic that is the input topic
+ * (topics.results, topics.dlq or a topics.reply_allow entry equal to
+ * topics.input: a loop) and a document nested deeper than VW_CONFIG_MAX_DEPTH
+ * are VW_EINVAL with type "config_invalid" and a message
+ * "FILE:LINE: section.key: why" (environment overrides name the variable
+ * instead of FILE:LINE; a missing or defaulted key names the file alone).
  *
  * Ownership: vw_config_load/parse return a config the caller frees with
  * vw_config_free; all strings inside are owned by it. The struct is read-only
@@ -26,6 +30,11 @@
 
 #include "log.h"
 #include "vw_status.h"
+
+/* The deepest YAML nesting accepted: a configuration needs 3 (kafka.consumer.<prop>);
+ * deeper documents are refused before libyaml loads them (its loader's time grows
+ * with the square of the depth). */
+#define VW_CONFIG_MAX_DEPTH 8
 
 typedef struct vw_kv {
     char *key;

@@ -344,12 +344,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return reply(c, 404, strdup("not found\n"), 10, "text/plain");
 }
 
-vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err) {
+/* "host:port" -> the address to bind; err->msg is the reason alone. The port
+ * is checked here: getaddrinfo takes "99999" and wraps it (to 34463). */
+static vw_status resolve_listen(const char *listen, struct addrinfo **out, vw_err *err) {
     char host[256];
     const char *colon = strrchr(listen, ':');
+    *out = NULL;
     if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host || !colon[1])
-        return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen '%s': want host:port",
-                       listen);
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "'%.300s': want host:port", listen);
+    const char *port = colon + 1;
+    if (strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 || atoi(port) > 65535)
+        return VW_FAIL(err, VW_EINVAL, "config_invalid",
+                       "'%.300s': port '%.32s' is not a number in [0, 65535]", listen, port);
     memcpy(host, listen, (size_t)(colon - listen));
     host[colon - listen] = 0;
     if (host[0] == '[' && host[strlen(host) - 1] == ']') { /* [::1]:9464 */
@@ -359,11 +365,25 @@ vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_
     struct addrinfo hints = {.ai_family = AF_UNSPEC,
                              .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_NUMERICSERV | AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    int gai = getaddrinfo(host, colon + 1, &hints, &ai);
+    int gai = getaddrinfo(host, port, &hints, out);
     if (gai)
-        return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen '%s': %s", listen,
-                       gai_strerror(gai));
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "'%.300s': %s", listen, gai_strerror(gai));
+    return VW_OK;
+}
+
+vw_status vw_metrics_check_listen(const char *listen, vw_err *err) {
+    struct addrinfo *ai = NULL;
+    vw_status st = resolve_listen(listen, &ai, err);
+    if (ai)
+        freeaddrinfo(ai);
+    return st;
+}
+
+vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err) {
+    struct addrinfo *ai = NULL;
+    vw_err why = {0};
+    if (resolve_listen(listen, &ai, &why))
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen %s", why.msg);
     /* MHD_USE_AUTO: epoll on Linux, so no FD_SETSIZE ceiling (select() refused
      * any connection whose descriptor passed 1,024). The limits keep idle
      * connections from holding the endpoint: one address takes at most

@@ -107,6 +107,12 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len);
 /* Renders the Prometheus text (malloc'd, NUL-terminated); NULL on VW_ENOMEM. */
 char *vw_metrics_render(vw_metrics *m, size_t *len);
 
+/* Checks a listen address as vw_metrics_serve takes it: "host:port" or
+ * "[v6]:port", port decimal digits in [0, 65535], host resolvable
+ * (getaddrinfo). VW_EINVAL with the reason alone in err->msg (the config names
+ * the key and the line). Binds nothing. */
+vw_status vw_metrics_check_listen(const char *listen, vw_err *err);
+
 /* Starts the HTTP endpoint on "host:port" (port 0: any free port). *port_out
  * (may be NULL) receives the bound port. */
 vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err);
