@@ -1,12 +1,16 @@
 /* test_config.c — the YAML configuration: every field, environment overrides,
- * and errors that name the key and the line. */
+ * and errors that name the key and the line; the start check of the
+ * librdkafka properties (worker.h vw_worker_check) and the SASL_SSL example. */
 #include "service/config.h"
 #include "vw_test.h"
+#include "worker.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static vw_config *parse_ok(const char *yaml, char *const *envp) {
     vw_config *cfg = NULL;
@@ -362,4 +366,170 @@ Test(config, nesting_depth_is_bounded) {
               "t.yaml:3: x: unknown section");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nx: [[[[[[[[1]]]]]]]]\n", NULL,
               "t.yaml:3: YAML: nested deeper than 8 levels");
+}
+
+/* ---- the start check: librdkafka properties checked only by rd_kafka_new ---- */
+
+/* Runs vw_worker_check on a config text; returns its status, err filled, and
+ * what it logged (librdkafka's error lines) in log_text. */
+static vw_status start_check(const char *yaml, char *const *envp, vw_err *err, char *log_text,
+                             size_t cap) {
+    vw_config *cfg = NULL;
+    cr_assert_eq(vw_config_parse(yaml, strlen(yaml), "t.yaml", envp, &cfg, err), VW_OK, "%s",
+                 err->msg);
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    vw_log log = {.level = VW_LOG_DEBUG, .format = VW_LOG_TEXT, .out = f};
+    vw_status st = vw_worker_check(cfg, &log, false, err);
+    rewind(f);
+    size_t n = fread(log_text, 1, cap - 1, f);
+    log_text[n] = 0;
+    fclose(f);
+    vw_config_free(cfg);
+    return st;
+}
+
+/* A bad ssl.key.location passes the config (librdkafka stores the name) and
+ * failed only when the consumer was created, after the model had loaded. The
+ * check creates both clients: the error names the key, its line and the file. */
+Test(config, start_check_names_key_line_and_file) {
+    vw_err err = {0};
+    char log_text[8192];
+    const char *key = "kafka:\n  bootstrap.servers: h:1\n  security.protocol: ssl\n"
+                      "  ssl.key.location: /nonexistent/client.key\ntopics: {input: in}\n";
+    cr_assert_eq(start_check(key, NULL, &err, log_text, sizeof log_text), VW_EINVAL);
+    cr_assert_str_eq(err.type, "config_invalid");
+    cr_assert(strstr(err.msg, "t.yaml:4: kafka.ssl.key.location: librdkafka consumer: "
+                              "ssl.key.location failed: "),
+              "%s", err.msg);
+    cr_assert(strstr(err.msg, "(ssl.key.location is '/nonexistent/client.key')"), "%s", err.msg);
+    cr_assert(strstr(log_text, "/nonexistent/client.key"), "librdkafka's line: %s", log_text);
+    /* The producer's own section, and a property only a created client checks. */
+    const char *inflight = "kafka:\n  bootstrap.servers: h:1\n  producer:\n"
+                           "    max.in.flight: 10\ntopics: {input: in}\n";
+    cr_assert_eq(start_check(inflight, NULL, &err, log_text, sizeof log_text), VW_EINVAL);
+    cr_assert(strstr(err.msg, "t.yaml:4: kafka.producer.max.in.flight: librdkafka producer: "),
+              "%s", err.msg);
+    /* From the environment: the variable is named. */
+    char *env[] = {"VELA_KAFKA_SECURITY_PROTOCOL=ssl",
+                   "VELA_KAFKA_CONSUMER_SSL_CA_LOCATION=/nonexistent/ca.pem", NULL};
+    cr_assert_eq(start_check(minimal, env, &err, log_text, sizeof log_text), VW_EINVAL);
+    cr_assert(strstr(err.msg, "VELA_KAFKA_CONSUMER_SSL_CA_LOCATION (environment): librdkafka "
+                              "consumer: ssl.ca.location failed"),
+              "%s", err.msg);
+    /* No property named in the reason: the file. */
+    const char *mech = "kafka:\n  bootstrap.servers: h:1\n  security.protocol: sasl_plaintext\n"
+                       "  sasl.mechanisms: PLAIN\ntopics: {input: in}\n";
+    cr_assert_eq(start_check(mech, NULL, &err, log_text, sizeof log_text), VW_EINVAL);
+    cr_assert(strstr(err.msg, "t.yaml: kafka: librdkafka consumer: sasl.username and "
+                              "sasl.password must be set"),
+              "%s", err.msg);
+    /* A valid config passes, connecting nowhere (h:1 is no host). */
+    cr_assert_eq(start_check(minimal, NULL, &err, log_text, sizeof log_text), VW_OK, "%s", err.msg);
+}
+
+/* Runs `vela-worker run` on config/worker.example.yaml with extra environment
+ * (a shell prefix); returns the exit code, out receives stdout+stderr. */
+static int run_worker(const char *env, char *out, size_t cap) {
+    const char *bin = getenv("VW_WORKER_BIN");
+    if (!bin)
+        cr_skip_test("VW_WORKER_BIN not set (CTest sets it)");
+    char *src = vw_test_path("");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && %s VELA_METRICS_LISTEN= VELA_LOG_FORMAT=text VELA_MODEL_DEVICE=cpu "
+             "timeout 60 '%s' run --config config/worker.example.yaml 2>&1",
+             src, env, bin);
+    free(src);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    char rest[4096];
+    while (fread(rest, 1, sizeof rest, p) > 0) {
+    } /* beyond cap: read, so the worker never blocks on the pipe */
+    int rc = pclose(p);
+    cr_assert(WIFEXITED(rc), "%s", out);
+    return WEXITSTATUS(rc);
+}
+
+/* The same through `vela-worker run`: exit 2 before "model loaded". */
+Test(config, run_stops_on_a_bad_ssl_key_before_the_model_loads) {
+    char out[16384];
+    int rc = run_worker("VELA_KAFKA_SECURITY_PROTOCOL=ssl VELA_KAFKA_SSL_KEY_LOCATION=/nonexistent",
+                        out, sizeof out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "VELA_KAFKA_SSL_KEY_LOCATION (environment): librdkafka consumer: "
+                          "ssl.key.location failed"),
+              "%s", out);
+    cr_assert_null(strstr(out, "model loaded"), "%s", out);
+}
+
+/* config/worker.sasl_ssl.example.yaml (docs/worker.md "Security"): SASL_SSL with
+ * SCRAM, the password from the environment; as committed it stops at the start
+ * check (no password, no CA file here), and with both it passes. */
+Test(config, sasl_ssl_example_loads_and_passes_the_start_check) {
+    char *path = vw_test_path("config/worker.sasl_ssl.example.yaml");
+    char *text = vw_test_read_file(path, NULL);
+    cr_assert_not_null(text, "%s", path);
+    int ca_line = 1; /* the line of ssl.ca.location, for the message below */
+    for (const char *c = text; c <= strstr(text, "\n  ssl.ca.location:"); c++)
+        ca_line += *c == '\n';
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_config_load(path, NULL, &cfg, &err), VW_OK, "%s", err.msg);
+    const vw_kvlist *k = &cfg->kafka.common;
+    cr_assert_str_eq(vw_kvlist_get(k, "security.protocol"), "SASL_SSL");
+    cr_assert_str_eq(vw_kvlist_get(k, "sasl.mechanisms"), "SCRAM-SHA-512");
+    cr_assert_str_eq(vw_kvlist_get(k, "ssl.endpoint.identification.algorithm"), "https");
+    cr_assert_null(vw_kvlist_get(k, "sasl.password"), "no secret in a committed file");
+    cr_assert_str_eq(cfg->metrics.listen, "127.0.0.1:9464");
+    FILE *devnull = fopen("/dev/null", "w");
+    vw_log log = {.level = VW_LOG_ERROR, .format = VW_LOG_TEXT, .out = devnull};
+    cr_assert_eq(vw_worker_check(cfg, &log, false, &err), VW_EINVAL);
+    cr_assert(strstr(err.msg, "sasl.username and sasl.password must be set"), "%s", err.msg);
+    vw_config_free(cfg);
+    const char *ca = "/etc/ssl/certs/ca-certificates.crt";
+    if (access(ca, R_OK))
+        cr_skip_test("no system CA bundle at %s", ca);
+    char *with_password[] = {"VELA_KAFKA_SASL_PASSWORD=not-a-real-one", NULL};
+    cr_assert_eq(vw_config_load(path, with_password, &cfg, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_worker_check(cfg, &log, false, &err), VW_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, ".yaml:%d: kafka.ssl.ca.location: librdkafka consumer: ", ca_line);
+    cr_assert(strstr(err.msg, want), "the example's CA file is not on this machine: %s", err.msg);
+    vw_config_free(cfg);
+    char ca_env[128];
+    snprintf(ca_env, sizeof ca_env, "VELA_KAFKA_SSL_CA_LOCATION=%s", ca);
+    char *complete[] = {"VELA_KAFKA_SASL_PASSWORD=not-a-real-one", ca_env, NULL};
+    cr_assert_eq(vw_config_load(path, complete, &cfg, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_worker_check(cfg, &log, false, &err), VW_OK, "%s", err.msg);
+    vw_config_free(cfg);
+    fclose(devnull);
+    free(text);
+    free(path);
+}
+
+/* Secrets stay out of the log (docs/worker.md "Security"), even with every
+ * librdkafka debug context on: librdkafka prints its sensitive properties as
+ * [redacted] in its configuration dump, and the worker logs no property value
+ * of its own (errors name the key). A guard: this held before the check. */
+Test(config, secrets_never_reach_the_log) {
+    const char *ca = "/etc/ssl/certs/ca-certificates.crt";
+    if (access(ca, R_OK))
+        cr_skip_test("no system CA bundle at %s", ca);
+    char env[1024], out[1 << 17];
+    snprintf(env, sizeof env,
+             "VELA_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1 VELA_KAFKA_SECURITY_PROTOCOL=sasl_ssl "
+             "VELA_KAFKA_SASL_MECHANISMS=SCRAM-SHA-512 VELA_KAFKA_SASL_USERNAME=user-8d1f "
+             "VELA_KAFKA_SASL_PASSWORD=pw-5c0a7e11 VELA_KAFKA_SSL_KEY_PASSWORD=kp-93b2d4 "
+             "VELA_KAFKA_SSL_CA_LOCATION=%s VELA_KAFKA_DEBUG=all VELA_LOG_LEVEL=debug "
+             "VELA_DELIVERY_START_TIMEOUT_MS=1000",
+             ca);
+    int rc = run_worker(env, out, sizeof out);
+    cr_assert_eq(rc, 1, "no broker answers: exit 1 (%d)", rc);
+    cr_assert(strstr(out, "sasl.password = [redacted]"), "librdkafka's dump ran");
+    cr_assert_null(strstr(out, "pw-5c0a7e11"), "sasl.password in the log");
+    cr_assert_null(strstr(out, "kp-93b2d4"), "ssl.key.password in the log");
+    cr_assert_null(strstr(out, "user-8d1f"), "sasl.username in the log");
 }

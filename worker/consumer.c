@@ -507,9 +507,12 @@ static vw_status check_protocol(const vw_config *cfg, vw_err *err) {
     return VW_OK;
 }
 
-static vw_status consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
+vw_status vw_consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
     const vw_config *cfg = w->cfg;
     char stats[32];
+    if (!w->cons && !(w->cons = calloc(1, sizeof *w->cons)))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer state");
+    w->cons->kip848 = kip848(cfg);
     snprintf(stats, sizeof stats, "%lld", (long long)cfg->metrics.stats_interval_ms);
     vw_status st = check_protocol(cfg, err);
     if (!st && !w->cons->kip848)
@@ -586,16 +589,13 @@ static void advise_heartbeat(struct vw_worker *w) {
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err) {
     char errstr[512];
     advise_heartbeat(w);
-    if (!w->cons && !(w->cons = calloc(1, sizeof *w->cons)))
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "consumer state");
-    w->cons->wa_4059 = vw_kafka_issue_on(4059);
-    w->cons->wa_4312 = vw_kafka_issue_on(4312);
-    w->cons->kip848 = kip848(w->cfg);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    vw_status st = conf ? consumer_conf(w, conf, err)
+    vw_status st = conf ? vw_consumer_conf(w, conf, err) /* allocates w->cons */
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
     if (st)
         goto done;
+    w->cons->wa_4059 = vw_kafka_issue_on(4059);
+    w->cons->wa_4312 = vw_kafka_issue_on(4312);
     w->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     if (!w->consumer) {
         st = VW_FAIL(err, VW_EKAFKA, "kafka_client", "consumer: %s", errstr);

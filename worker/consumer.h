@@ -15,6 +15,10 @@
 struct vw_worker;
 
 vw_status vw_consumer_open(struct vw_worker *w, vw_err *err);
+/* The consumer's configuration into conf (the caller's): the worker's settings,
+ * the user's properties, the callbacks with w as opaque. Allocates the
+ * consumer side's state when w has none (vw_consumer_free releases it). */
+vw_status vw_consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err);
 /* Serves consumer events, then admits up to 1000 records while fewer than
  * limits.max_in_flight are in flight; true when more may be waiting. */
 bool vw_consumer_poll(struct vw_worker *w);

@@ -2,6 +2,7 @@
  * callback (see kafka_conf.h). */
 #include "kafka_conf.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,58 @@ vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *s
             return st;
     }
     return VW_OK;
+}
+
+/* Where key occurs first in text as a whole property name (not inside a
+ * longer one); NULL when it does not. */
+static const char *find_prop(const char *text, const char *key) {
+    size_t n = strlen(key);
+    for (const char *p = strstr(text, key); p; p = strstr(p + 1, key)) {
+        char before = p == text ? ' ' : p[-1], after = p[n];
+        if (!isalnum((unsigned char)before) && before != '.' && before != '_' &&
+            !isalnum((unsigned char)after) && after != '.' && after != '_')
+            return p;
+    }
+    return NULL;
+}
+
+vw_status vw_kafka_client_error(const vw_config *cfg, const char *client, const char *errstr,
+                                vw_err *err) {
+    /* The client's own section first: it is applied after the common one. */
+    const vw_kvlist *own = client[0] == 'c' ? &cfg->kafka.consumer : &cfg->kafka.producer;
+    const vw_kvlist *lists[2] = {own, &cfg->kafka.common};
+    const vw_kv *best = NULL;
+    const vw_kvlist *best_list = NULL;
+    const char *best_at = NULL;
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = lists[k]->n; i-- > 0;) {
+            const char *at = find_prop(errstr, lists[k]->items[i].key);
+            if (at && (!best_at || at < best_at)) {
+                best = &lists[k]->items[i];
+                best_list = lists[k];
+                best_at = at;
+            }
+        }
+    if (!best)
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s: kafka: librdkafka %s: %s",
+                       cfg->source, client, errstr);
+    const char *section = best_list == &cfg->kafka.common ? "" : client;
+    char what[300], value[300] = "";
+    size_t kl = strlen(best->key);
+    if (kl > 9 && !strcmp(best->key + kl - 9, ".location"))
+        snprintf(value, sizeof value, " (%s is '%.256s')", best->key, best->value);
+    if (best->line > 0) {
+        snprintf(what, sizeof what, "%s:%d: kafka%s%s.%s", cfg->source, best->line,
+                 *section ? "." : "", section, best->key);
+    } else { /* VELA_KAFKA[_CONSUMER|_PRODUCER]_<KEY> */
+        int n = snprintf(what, sizeof what, "VELA_KAFKA%s%s_%s", *section ? "_" : "", section,
+                         best->key);
+        for (int i = 0; i < n && (size_t)i < sizeof what; i++)
+            what[i] = what[i] == '.' ? '_' : (char)toupper((unsigned char)what[i]);
+        snprintf(what + strlen(what), sizeof what - strlen(what), " (environment)");
+    }
+    return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s: librdkafka %s: %s%s", what, client,
+                   errstr, value);
 }
 
 void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {

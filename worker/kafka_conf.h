@@ -19,6 +19,15 @@ vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
 /* Applies a list, except the key `skip` (NULL: none). */
 vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
 
+/* A client librdkafka refused to create (rd_kafka_new's errstr; client:
+ * "consumer" or "producer") as a config error: VW_EINVAL, type
+ * "config_invalid", "FILE:LINE: kafka[.client].<prop>: librdkafka <client>:
+ * <errstr>" naming the user's property the reason names first (its variable
+ * for an environment override; a *.location value is shown, as librdkafka's
+ * reason leaves the path out), else "FILE: kafka: librdkafka <client>: ...". */
+vw_status vw_kafka_client_error(const vw_config *cfg, const char *client, const char *errstr,
+                                vw_err *err);
+
 /* The consumer group of a config without kafka.group.id. */
 #define VW_DEFAULT_GROUP_ID "vela-worker"
 

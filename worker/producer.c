@@ -296,11 +296,8 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     VW_LOG(w->log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
 }
 
-vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    vw_status st = conf ? vw_conf_set(conf, "client.id", "vela-worker", err)
-                        : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
+vw_status vw_producer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
+    vw_status st = vw_conf_set(conf, "client.id", "vela-worker", err);
     if (!st)
         /* group.id sits in the common section by the documented shape; it is the
          * consumer's (a producer would warn CONFWARN and ignore it). */
@@ -314,11 +311,21 @@ vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
     if (!st)
         st = vw_conf_set(conf, "acks", "all", err);
     if (st)
-        goto done;
+        return st;
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
     rd_kafka_conf_set_log_cb(conf, on_log);
+    return VW_OK;
+}
+
+vw_status vw_producer_open(struct vw_worker *w, vw_err *err) {
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    vw_status st = conf ? vw_producer_conf(w, conf, err)
+                        : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
+    if (st)
+        goto done;
     w->producer = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
     if (!w->producer) {
         st = VW_FAIL(err, VW_EKAFKA, "kafka_client", "producer: %s", errstr);

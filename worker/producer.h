@@ -7,11 +7,16 @@
 #ifndef VW_PRODUCER_H
 #define VW_PRODUCER_H
 
+#include <librdkafka/rdkafka.h>
+
 #include "vw_status.h"
 
 struct vw_worker;
 
 vw_status vw_producer_open(struct vw_worker *w, vw_err *err);
+/* The producer's configuration into conf (the caller's): the user's
+ * properties, the fixed idempotence and acks, the callbacks with w as opaque. */
+vw_status vw_producer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err);
 /* Produces every result the tracker has ready, in partition order, and the
  * failed deliveries waiting to be produced again. */
 void vw_produce_ready(struct vw_worker *w);

@@ -184,6 +184,74 @@ void vw_worker_stop(struct vw_worker *w) {
     vw_producer_close(w);
 }
 
+/* ---- the start check (worker.h) ---------------------------------------------- */
+
+/* librdkafka's error lines while a check client is created (the SSL reasons
+ * name the file there) go to the worker's log; debug lines and CONFWARN
+ * (which the real clients log again) are dropped. */
+static void check_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    const vw_log *log = rd_kafka_opaque(rk);
+    if (level <= 3)
+        VW_LOG(log, VW_LOG_ERROR, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk),
+               fac);
+}
+
+/* Creates a client of conf (taken) without brokers or callbacks but the log,
+ * and destroys it at once. */
+static vw_status check_client(struct vw_worker *w, rd_kafka_type_t type, rd_kafka_conf_t *conf,
+                              vw_err *err) {
+    char errstr[512];
+    vw_status st = vw_conf_set(conf, "bootstrap.servers", "", err);
+    if (st) {
+        rd_kafka_conf_destroy(conf);
+        return st;
+    }
+    rd_kafka_conf_set_opaque(conf, (void *)w->log);
+    rd_kafka_conf_set_log_cb(conf, check_log);
+    rd_kafka_conf_set_error_cb(conf, NULL);
+    rd_kafka_conf_set_stats_cb(conf, NULL);
+    rd_kafka_conf_set_dr_msg_cb(conf, NULL);
+    rd_kafka_conf_set_rebalance_cb(conf, NULL);
+    rd_kafka_conf_set_offset_commit_cb(conf, NULL);
+    rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
+    if (!rk) {
+        rd_kafka_conf_destroy(conf);
+        return vw_kafka_client_error(w->cfg, type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
+                                     errstr, err);
+    }
+    /* Never subscribed, no broker: nothing to leave. */
+    rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    return VW_OK;
+}
+
+vw_status vw_worker_check(const vw_config *cfg, const vw_log *log, bool replay, vw_err *err) {
+    struct vw_worker *w = calloc(1, sizeof *w);
+    rd_kafka_conf_t *cc = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
+    vw_status st = w && cc && pc ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "start check");
+    if (!st) {
+        *w = (struct vw_worker){.cfg = cfg, .log = log, .replay = replay};
+        st = vw_consumer_conf(w, cc, err);
+    }
+    if (!st) {
+        st = check_client(w, RD_KAFKA_CONSUMER, cc, err);
+        cc = NULL; /* taken */
+    }
+    if (!st)
+        st = vw_producer_conf(w, pc, err);
+    if (!st) {
+        st = check_client(w, RD_KAFKA_PRODUCER, pc, err);
+        pc = NULL;
+    }
+    if (cc)
+        rd_kafka_conf_destroy(cc);
+    if (pc)
+        rd_kafka_conf_destroy(pc);
+    if (w)
+        vw_consumer_free(w);
+    free(w);
+    return st;
+}
+
 vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *proc,
                         vw_metrics *metrics, vw_worker **out, vw_err *err) {
     *out = NULL;

@@ -19,6 +19,7 @@
 #define VW_WORKER_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -29,6 +30,17 @@
 #include "vw_status.h"
 
 typedef struct vw_worker vw_worker;
+
+/* The start check, before anything slow (the model) loads: builds the
+ * consumer's and the producer's configuration as the worker (replay: as
+ * replay) would, and creates each client with no broker and destroys it at
+ * once, because librdkafka checks some properties only then: the SSL context
+ * (ssl.key.location, ssl.ca.location, ssl.certificate.location, key
+ * passwords), SASL mechanisms and their required properties, and properties
+ * that contradict each other. Connects to nothing. librdkafka's own error
+ * lines go to log. VW_EINVAL "config_invalid" as vw_kafka_client_error words
+ * it (kafka_conf.h), VW_ENOMEM. */
+vw_status vw_worker_check(const vw_config *cfg, const vw_log *log, bool replay, vw_err *err);
 
 vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *proc,
                         vw_metrics *metrics, vw_worker **out, vw_err *err);

@@ -296,6 +296,15 @@ int vw_cmd_replay(int argc, char **argv) {
         fprintf(stderr, "vela-worker replay: %s\n", err.msg);
         return 2;
     }
+    /* librdkafka's checks that wait for a client, before anything connects
+     * or loads (worker.h). */
+    vw_log log = {.level = cfg->log.level, .format = cfg->log.format, .out = stderr};
+    vw_status chk = vw_worker_check(cfg, &log, true, &err);
+    if (chk) {
+        fprintf(stderr, "vela-worker replay: %s\n", err.msg);
+        vw_config_free(cfg);
+        return chk == VW_EINVAL ? 2 : 1;
+    }
     char *topic = strdup(a.topic);
     free(cfg->topics.input);
     cfg->topics.input = topic; /* the replayed topic is this run's input */

@@ -26,7 +26,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker run --config FILE\n"
                "  Consumes topics.input in the kafka group, answers every request record with\n"
                "  one result record, commits offsets after delivery. SIGTERM/SIGINT drain and\n"
-               "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file.\n");
+               "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file.\n"
+               "  Exit 2: a configuration error (the file, or a librdkafka property its\n"
+               "  clients refuse, checked before the model loads); 1: any other failure.\n");
 }
 
 static void install_signals(void) {
@@ -48,6 +50,12 @@ static int run(const vw_config *cfg, const vw_log *log) {
     if (!metrics) {
         VW_LOG(log, VW_LOG_ERROR, "run", "out of memory");
         return 1;
+    }
+    /* librdkafka's checks that wait for a client (SSL files, SASL) come
+     * before the model loads: a config error, exit 2 (worker.h). */
+    if (vw_worker_check(cfg, log, false, &err)) {
+        rc = err.status == VW_EINVAL ? 2 : 1;
+        goto fail;
     }
     if (cfg->metrics.listen[0]) {
         if (vw_metrics_serve(metrics, cfg->metrics.listen, &port, &err))
