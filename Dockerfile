@@ -33,6 +33,9 @@ COPY config/worker.example.yaml /etc/vela-worker/worker.yaml
 VOLUME ["/bundle"]
 ENV VELA_MODEL_BUNDLE=/bundle \
     VELA_METRICS_LISTEN=0.0.0.0:9464
+# Metrics on 0.0.0.0: inside a container 127.0.0.1 is the container alone, and the
+# scraper or probe is in the container network. Publish to the host on localhost
+# only (docker run -p 127.0.0.1:9464:9464; docs/worker.md "Security").
 EXPOSE 9464
 USER 65534:65534
 # SIGTERM drains and exits 0 within shutdown.grace_ms (30 s by default).

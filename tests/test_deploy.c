@@ -8,7 +8,9 @@
  *    config over config/worker.example.yaml, all in one group.id; the gpu
  *    profile's workers reserve one distinct NVIDIA GPU each by device_ids
  *    (never count), see it as cuda:0, use Dockerfile.cuda, and number at most
- *    the partitions of the requests topic.
+ *    the partitions of the requests topic; every published port is bound to
+ *    127.0.0.1 (the broker's plaintext listener and the metrics have no
+ *    authentication; docs/worker.md "Security").
  *  - Dockerfiles: FROM tags pinned; apt-get install names only packages of
  *    the base's release (tables below: Debian 12 read with apt-cache policy on
  *    this machine; Ubuntu 24.04 from its public package lists — e.g.
@@ -340,6 +342,40 @@ Test(deploy, compose_gpu_profile_one_gpu_per_worker) {
     }
     cr_assert_geq(n_gpu, 1);
     cr_assert_leq((int)n_gpu, request_partitions(&c), "more GPU workers than partitions idle");
+    yaml_document_delete(&c.doc);
+}
+
+/* A published port answers only the host: "127.0.0.1:HOST:CONTAINER" in the
+ * short syntax, host_ip 127.0.0.1 in the long one. A bare "9092:9092" (or
+ * "9092") publishes on every interface of the host. */
+Test(deploy, compose_published_ports_are_on_localhost) {
+    compose c;
+    load_compose(&c);
+    int published = 0;
+    EACH_SERVICE(&c, p) {
+        const char *name = svc_name(&c, p);
+        yaml_node_t *ports = get(&c.doc, node(&c.doc, p->value), "ports");
+        cr_assert(!ports || ports->type == YAML_SEQUENCE_NODE, "service %s: ports is a list", name);
+        for (size_t i = 0; i < seq_len(ports); i++) {
+            yaml_node_t *e = seq_at(&c.doc, ports, i);
+            const char *v = scalar(e);
+            if (v) {
+                unsigned host = 0, inside = 0;
+                char end = 0;
+                cr_assert(sscanf(v, "127.0.0.1:%u:%u%c", &host, &inside, &end) == 2 && host &&
+                              host < 65536 && inside && inside < 65536,
+                          "service %s publishes '%s' on every host interface: write "
+                          "127.0.0.1:HOST:CONTAINER",
+                          name, v);
+            } else {
+                const char *ip = get_str(&c.doc, e, "host_ip");
+                cr_assert(ip && !strcmp(ip, "127.0.0.1"),
+                          "service %s: a long-syntax port without host_ip 127.0.0.1", name);
+            }
+            published++;
+        }
+    }
+    cr_assert_geq(published, 3, "the broker and the workers publish their ports");
     yaml_document_delete(&c.doc);
 }
 
