@@ -138,9 +138,53 @@ Test(kafka_replay, timestamp_start_and_single_partition) {
     cr_assert_eq(vw_kh_count_log(&p, "replay: requests [1] offsets 7..12"), 1,
                  "the timestamp resolved to the first record of the second batch");
     cr_assert_eq(vw_kh_count_log(&p, "replay: 5/5 records (100.0%)"), 1, "progress reports");
+    /* Into a file (no terminal) every report ends its line: no \r joining a
+     * report and the next log line. */
+    cr_assert_eq(vw_kh_count_log(&p, "\r"), 0, "a progress report without its newline");
     int n;
     char *s = sorted_lines(out, &n);
     cr_assert_eq(n, 5);
     free(s);
+    vw_kh_broker_stop(&b);
+}
+
+/* A range that ends before it starts replayed nothing and exited 0; it is a
+ * usage error now (exit 2), for offsets and for times alike. */
+Test(kafka_replay, reversed_range_is_a_usage_error) {
+    vw_kh_broker b;
+    char cfg[256], out[300];
+    cr_assert_eq(vw_kh_broker_start("requests:1,results:1,requests.dlq:1", &b), 0);
+    cr_assert_eq(vw_kh_write_config(&b, "replay-rev", NULL, cfg, sizeof cfg), 0);
+    const char *v = "{\"state\":\"s\",\"questions\":{\"q\":{}}}";
+    vw_kh_msg m[8];
+    for (int i = 0; i < 8; i++)
+        m[i] = (vw_kh_msg){.partition = 0, .value = v};
+    cr_assert_eq(vw_kh_produce(b.bootstrap, "requests", m, 8, NULL, NULL), 0);
+    snprintf(out, sizeof out, "%s/rev.jsonl", vw_kh_dir());
+    static const char *const bounds[][2] = {{"5", "2"}, {"@2000", "@1000"}};
+    for (size_t i = 0; i < 2; i++) {
+        char *args[] = {"replay",
+                        "--config",
+                        cfg,
+                        "--topic",
+                        "requests",
+                        "--from",
+                        (char *)bounds[i][0],
+                        "--to",
+                        (char *)bounds[i][1],
+                        "--out",
+                        out,
+                        NULL};
+        vw_kh_proc p;
+        cr_assert_eq(vw_kh_spawn("replay-rev", args, NULL, &p), 0);
+        cr_assert_eq(vw_kh_stop(&p, 0, 60000), 2, "--from %s --to %s", bounds[i][0], bounds[i][1]);
+        char want[64];
+        snprintf(want, sizeof want, "--from %s is after --to %s", bounds[i][0], bounds[i][1]);
+        cr_assert_eq(vw_kh_count_log(&p, want), 1, "%s", want);
+    }
+    /* An empty range (from = to) stays a valid replay of nothing. */
+    char *empty[] = {"replay", "--config", cfg, "--topic", "requests", "--from",
+                     "3",      "--to",     "3", "--out",   out,        NULL};
+    cr_assert_eq(replay("replay-empty", empty), 0);
     vw_kh_broker_stop(&b);
 }

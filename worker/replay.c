@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "consumer.h"
 #include "service/clock.h"
@@ -31,6 +32,8 @@ static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t
     return all;
 }
 
+/* One line per report; on a terminal the reports overwrite each other (\r),
+ * anywhere else (a log file, a pipe) each ends its line. */
 static void progress(struct vw_worker *w, int64_t t0, bool last) {
     double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? w->replay_done / secs : 0;
     size_t left = w->replay_total > w->replay_done ? w->replay_total - w->replay_done : 0;
@@ -40,7 +43,7 @@ static void progress(struct vw_worker *w, int64_t t0, bool last) {
     fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", w->replay_done,
             w->replay_total,
             w->replay_total ? 100.0 * (double)w->replay_done / (double)w->replay_total : 100.0,
-            rate, eta, last ? "\n" : "\r");
+            rate, eta, last || !isatty(fileno(stderr)) ? "\n" : "\r");
     fflush(stderr);
 }
 

@@ -255,6 +255,15 @@ static int parse_args(int argc, char **argv, args *a) {
     if (!a->config || !a->topic || !have_from || !have_to || (a->out && a->results_topic) ||
         optind != argc)
         return -1;
+    /* Two offsets or two times compare as given: a range that ends before it
+     * starts is a mistake, not an empty replay (a time and an offset compare
+     * only once resolved, per partition: such a range is cut to empty). */
+    if (a->from.kind == a->to.kind && a->from.v > a->to.v) {
+        fprintf(stderr, "vela-worker replay: --from %s%lld is after --to %s%lld\n",
+                a->from.kind == B_TIME ? "@" : "", (long long)a->from.v,
+                a->to.kind == B_TIME ? "@" : "", (long long)a->to.v);
+        return -1;
+    }
     return 0;
 }
 
