@@ -533,3 +533,21 @@ Test(config, secrets_never_reach_the_log) {
     cr_assert_null(strstr(out, "kp-93b2d4"), "ssl.key.password in the log");
     cr_assert_null(strstr(out, "user-8d1f"), "sasl.username in the log");
 }
+
+/* model.bundle missing or wrong: the message names the key and the path (it
+ * read "bundle directory : No such file or directory"); a key not set is a
+ * config error (exit 2), a directory not there a failed start (exit 1, like
+ * a missing device). */
+Test(config, run_names_model_bundle_when_it_is_missing) {
+    char out[16384];
+    int rc = run_worker("VELA_MODEL_BUNDLE=", out, sizeof out);
+    cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "config/worker.example.yaml: model.bundle: not set: the bundle "
+                          "directory"),
+              "%s", out);
+    rc = run_worker("VELA_MODEL_BUNDLE=/nonexistent/bundle", out, sizeof out);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    cr_assert(strstr(out, "model.bundle: bundle directory '/nonexistent/bundle': No such file or "
+                          "directory"),
+              "%s", out);
+}

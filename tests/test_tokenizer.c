@@ -130,6 +130,28 @@ static vw_tokenizer *load_fixture(const char *rel) {
     return tok;
 }
 
+/* vw_tok_load's errors name the file given, not "tokenizer.json" (`tokenize
+ * --tokenizer /etc/passwd` said "tokenizer.json: '[' or '{' expected"): a file
+ * that is no JSON, JSON that is no tokenizer, and a file that is not there. */
+Test(tokenizer, load_errors_name_the_file_given) {
+    const char *rels[] = {"README.md", "fixtures/requests/blog_quickstart.json"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = vw_test_path(rels[i]);
+        vw_tokenizer *tok = NULL;
+        vw_err err;
+        cr_assert_eq(vw_tok_load(path, &tok, &err), VW_EINVAL, "%s", rels[i]);
+        cr_assert_null(tok);
+        size_t n = strlen(path);
+        cr_assert(!strncmp(err.msg, path, n) && !strncmp(err.msg + n, ": ", 2), "%s", err.msg);
+        cr_assert_null(strstr(err.msg, "tokenizer.json"), "%s", err.msg);
+        free(path);
+    }
+    vw_tokenizer *tok = NULL;
+    vw_err err;
+    cr_assert_eq(vw_tok_load("/nonexistent/tok.json", &tok, &err), VW_EIO);
+    cr_assert_str_eq(err.msg, "/nonexistent/tok.json: cannot open: No such file or directory");
+}
+
 static void check_goldens(const char *tok_rel, const char *goldens_rel, unsigned flags) {
     vw_tokenizer *tok = load_fixture(tok_rel);
     golden_set g;

@@ -9,6 +9,7 @@
  * tok_load.c; the pieces in tok_text.c, tok_bpe.c and tok_split.c.
  * Each encode uses its own scratch; the only shared mutable state is the BPE cache.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,7 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err) {
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "vw_tok_load: NULL argument");
     FILE *f = fopen(path, "rb");
     if (!f)
-        return VW_FAIL(err, VW_EIO, "missing_file", "tokenizer: cannot open %s", path);
+        return VW_FAIL(err, VW_EIO, "missing_file", "%s: cannot open: %s", path, strerror(errno));
     char *buf = NULL;
     size_t n = 0, cap = 0;
     vw_status rc = VW_OK;
@@ -62,6 +63,12 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err) {
         goto done;
     }
     rc = vw_tok_load_json(buf, n, out, err);
+    /* Its messages name "tokenizer.json", the file of a bundle; this one is path. */
+    if (rc && err && !strncmp(err->msg, "tokenizer.json: ", 16)) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s: %s", path, err->msg + 16);
+        memcpy(err->msg, msg, sizeof msg);
+    }
 done:
     free(buf);
     fclose(f);

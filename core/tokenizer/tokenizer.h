@@ -51,7 +51,9 @@ enum {
     VW_TOK_NO_ADDED_TOKENS = 1u << 0,
 };
 
-/* Loads tokenizer.json from a file / from memory (len bytes, not NUL-terminated). */
+/* Loads tokenizer.json from a file / from memory (len bytes, not NUL-terminated).
+ * Error messages start with the path given ("PATH: ...") from a file, with
+ * "tokenizer.json: " from memory (a bundle's file). */
 vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err);
 vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err);
 void vw_tok_free(vw_tokenizer *tok);

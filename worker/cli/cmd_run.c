@@ -63,8 +63,11 @@ static int run(const vw_config *cfg, const vw_log *log) {
         VW_LOG(log, VW_LOG_INFO, "run", "metrics listening port=%d listen=%s", port,
                cfg->metrics.listen);
     }
-    if (vw_processor_open(cfg, log, &proc, &err) ||
-        vw_worker_new(cfg, log, proc, metrics, &w, &err))
+    if (vw_processor_open(cfg, log, &proc, &err)) {
+        rc = err.status == VW_EINVAL && !strcmp(err.type, "config_invalid") ? 2 : 1;
+        goto fail;
+    }
+    if (vw_worker_new(cfg, log, proc, metrics, &w, &err))
         goto fail;
     if (vw_worker_run(w, &stop_requested, &err))
         goto fail;
