@@ -1,8 +1,10 @@
 /* cmd_broker.c — `vela-worker broker`: hosts librdkafka's mock cluster on
  * 127.0.0.1 for tests and demos (see broker.h), prints its bootstrap string as
  * the first line of stdout, and runs until SIGTERM/SIGINT (or, with --control,
- * until stdin closes). */
+ * until stdin closes). With --port N the bootstrap string is 127.0.0.1:N, a
+ * relay to the first mock broker (relay.h). */
 #include "service/broker.h"
+#include "service/relay.h"
 #include "commands.h"
 
 #include <errno.h>
@@ -17,12 +19,15 @@
 #include <unistd.h>
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: vela-worker broker [--topics name:parts,...] [--brokers N]\n"
+    fprintf(f, "usage: vela-worker broker [--topics name:parts,...] [--brokers N] [--port N]\n"
                "                          [--bootstrap-file FILE] [--control]\n"
                "                          [--group-timeouts SESSION_MS,HEARTBEAT_MS]\n"
                "  --topics          topics to create (default requests:4,results:4,"
                "requests.dlq:1)\n"
                "  --brokers         number of mock brokers (default 1)\n"
+               "  --port            bootstrap on 127.0.0.1:N (e.g. 9092, what\n"
+               "                    config/worker.example.yaml names) instead of the\n"
+               "                    mock's own random port\n"
                "  --bootstrap-file  also write the bootstrap string to FILE\n"
                "  --group-timeouts  session timeout and heartbeat interval of KIP-848 groups\n"
                "                    (group.protocol=consumer; librdkafka 2.12 or later)\n"
@@ -86,11 +91,14 @@ int vw_cmd_broker(int argc, char **argv) {
                                          {"bootstrap-file", required_argument, 0, 'f'},
                                          {"control", no_argument, 0, 'c'},
                                          {"group-timeouts", required_argument, 0, 'g'},
+                                         {"port", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *topics = "requests:4,results:4,requests.dlq:1", *file = NULL;
-    int n_brokers = 1, control = 0, c, rc = 1, sfd = -1, g_session = 0, g_heartbeat = 0;
+    int n_brokers = 1, control = 0, c, rc = 1, sfd = -1, g_session = 0, g_heartbeat = 0, port = 0;
     vw_broker *b = NULL;
+    vw_relay *relay = NULL;
+    char boot[512];
     vw_err err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -104,6 +112,16 @@ int vw_cmd_broker(int argc, char **argv) {
         case 'f':
             file = optarg;
             break;
+        case 'p': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > 65535) {
+                fprintf(stderr, "vela-worker broker: --port %s: expected 1..65535\n", optarg);
+                return 2;
+            }
+            port = (int)v;
+            break;
+        }
         case 'c':
             control = 1;
             break;
@@ -139,14 +157,24 @@ int vw_cmd_broker(int argc, char **argv) {
         fprintf(stderr, "vela-worker broker: %s\n", err.msg);
         goto done;
     }
-    printf("%s\n", vw_broker_bootstraps(b));
+    snprintf(boot, sizeof boot, "%s", vw_broker_bootstraps(b));
+    if (port) {
+        boot[strcspn(boot, ",")] = 0; /* the first broker: metadata names the others */
+        if (vw_relay_new(port, boot, &relay, &err)) {
+            fprintf(stderr, "vela-worker broker: %s\n", err.msg);
+            goto done;
+        }
+        snprintf(boot, sizeof boot, "127.0.0.1:%d", port);
+    }
+    printf("%s\n", boot);
     fflush(stdout);
-    if (file && write_bootstrap(file, vw_broker_bootstraps(b))) {
+    if (file && write_bootstrap(file, boot)) {
         fprintf(stderr, "vela-worker broker: cannot write %s: %s\n", file, strerror(errno));
         goto done;
     }
     rc = serve(b, sfd, control);
 done:
+    vw_relay_free(relay);
     vw_broker_free(b);
     if (sfd >= 0)
         close(sfd);
