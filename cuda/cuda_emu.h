@@ -15,6 +15,16 @@
  * what no one wrote shows up in the results. cuBLAS GemmEx is OpenBLAS sgemm
  * on FP32 copies of its operands. A launch whose block 0 reaches no barrier or
  * shuffle runs its other blocks as plain calls (fast); a barrier there aborts.
+ * Tensor cores: mma.sync (cuda/mma.cuh) is a warp collective like the
+ * shuffles: every lane deposits its A/B fragments, all 32 arrive, and each
+ * lane rebuilds the elements it needs by the PTX ISA fragment layouts and
+ * computes its four outputs: exact products (BF16/TF32 products are exact in
+ * FP32, as on the hardware), the k products plus C summed in double and
+ * rounded once to FP32. The hardware's accumulation is not IEEE (addends
+ * aligned to the largest exponent and truncated, Fasi et al. 2021), so it can
+ * differ from the emulator by an ulp or two of the largest addend per MMA;
+ * tests with mixed-magnitude data must allow that, small-integer data is
+ * exact on both.
  * What it does not model: timing, concurrency between blocks, memory
  * coherence races, device limits other than the shared-memory opt-in.
  * Errors inside kernels abort the process with the block and thread named.
@@ -29,6 +39,7 @@
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <tuple>
 #include <type_traits>
 
@@ -52,6 +63,15 @@ double __shfl_xor_sync(unsigned mask, double v, int lane_mask);
 float __shfl_sync(unsigned mask, float v, int src_lane);
 double __shfl_sync(unsigned mask, double v, int src_lane);
 void *vw_emu_dyn_smem(void);
+
+/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (TF32_M16N8K8) and
+ * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (BF16_M16N8K16):
+ * d (this lane's 4 accumulators) = A B + d, with a[4] and b[2] this lane's
+ * fragment registers (TF32: the low 13 bits are ignored; BF16: two elements per
+ * register, the lower k in the low half). All 32 lanes of the warp must call
+ * it with the same kind, as the same (n-th) MMA of each lane (.aligned). */
+enum { VW_EMU_MMA_TF32_M16N8K8 = 1, VW_EMU_MMA_BF16_M16N8K16 = 2 };
+void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]);
 
 /* Runs body(ctx) as every thread of every block of the grid. */
 void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx);

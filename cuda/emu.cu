@@ -1,6 +1,6 @@
 // emu.cu — the CPU emulator behind cuda_emu.h: fibers for threads (a 12-line
 // x86-64 stack switch, or ucontext under ASan or on other CPUs),
-// warp- and block-level barriers, shuffles, and the handful of CUDA runtime
+// warp- and block-level barriers, shuffles, mma.sync, and the handful of CUDA runtime
 // and cuBLAS entry points cuda/ calls, implemented on host memory. Compiled
 // only in the standalone VW_CUDA_EMU build (cuda/CMakeLists.txt excludes it
 // from the real one). See cuda_emu.h for what is and is not modelled.
@@ -33,6 +33,14 @@ namespace {
 enum fstate { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
 constexpr size_t STACK_BYTES = 512 * 1024;
 
+// One lane's deposit for a warp-wide mma.sync: which instruction, the lane's
+// MMA count (all lanes must be at the same one) and its A/B registers.
+struct mma_slot {
+    int kind;
+    unsigned seq;
+    uint32_t a[4], b[2];
+};
+
 struct emulator {
     dim3 grid, block;
     uint3 bidx;
@@ -42,7 +50,9 @@ struct emulator {
     void *sched_sp = nullptr;
     std::vector<int> state, parity;
     std::vector<char *> stacks;
-    std::vector<uint64_t> xch[2]; // shuffle slots, double-buffered by parity
+    std::vector<uint64_t> xch[2];  // shuffle slots, double-buffered by parity
+    std::vector<mma_slot> mxch[2]; // mma.sync slots, same parity as the shuffles
+    std::vector<unsigned> mma_seq; // MMAs each thread of the block has issued
     std::vector<unsigned char> dyn;
     ucontext_t sched;
     void (*body)(void *) = nullptr;
@@ -151,7 +161,8 @@ void run_block() {
         if (!E.stacks[i] && !(E.stacks[i] = (char *)aligned_alloc(64, STACK_BYTES)))
             die("out of memory for fiber stacks");
         fiber_init(i);
-        E.state[i] = RUN, E.parity[i] = 0;
+        E.state[i] = RUN, E.parity[i] = 0, E.mma_seq[i] = 0;
+        E.mxch[0][i].kind = E.mxch[1][i].kind = 0; // no deposit from an earlier block
     }
     memset(E.dyn.data(), 0xff, E.dyn.size());
     for (;;) {
@@ -182,7 +193,69 @@ template <typename T> T shuffle(T v, int src_lane) {
     return r;
 }
 
+// Where element (r, k) of A and (k, n) of B live — lane, register, and for
+// BF16 the half (0: low 16 bits) — for g = lane >> 2, t = lane & 3. Written
+// from the PTX ISA's fragment tables (mma.m16n8k8 .tf32, mma.m16n8k16 .bf16),
+// as the inverse of the forward maps in mma.cuh, so the mma_layouts test
+// compares two independent transcriptions (and the GPU compares both to the
+// hardware):
+//   TF32 m16n8k8:  a[i] = A[g + 8(i&1)][t + 4(i>>1)],  b[i] = B[t + 4i][g]
+//   BF16 m16n8k16: a[i] = A[g + 8(i&1)][2t + 8(i>>1) + h], b[i] = B[2t + 8i + h][g]
+//   both:          c[i] = C[g + 8(i>>1)][2t + (i&1)]
+struct frag_pos {
+    int lane, reg, half;
+};
+frag_pos a_pos(int kind, int r, int k) {
+    if (kind == VW_EMU_MMA_TF32_M16N8K8)
+        return {(r % 8) * 4 + k % 4, r / 8 + 2 * (k / 4), 0};
+    return {(r % 8) * 4 + (k % 8) / 2, r / 8 + 2 * (k / 8), k % 2};
+}
+frag_pos b_pos(int kind, int k, int n) {
+    if (kind == VW_EMU_MMA_TF32_M16N8K8)
+        return {n * 4 + k % 4, k / 4, 0};
+    return {n * 4 + (k % 8) / 2, k / 8, k % 2};
+}
+// The operand value of a register (half): TF32 keeps the top 19 bits, BF16 is
+// the top half of an FP32. Exact in double, and so is any product of two.
+double operand(int kind, uint32_t w, int half) {
+    const uint32_t u = kind == VW_EMU_MMA_TF32_M16N8K8 ? w & 0xffffe000u
+                       : half                          ? w & 0xffff0000u
+                                                       : w << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 } // namespace
+
+void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]) {
+    const int me = E.cur, p = E.parity[me], base = me & ~31;
+    if (kind != VW_EMU_MMA_TF32_M16N8K8 && kind != VW_EMU_MMA_BF16_M16N8K16)
+        die("mma.sync: unknown kind");
+    if (base + 32 > E.n)
+        die("mma.sync in a warp of fewer than 32 threads");
+    E.parity[me] ^= 1;
+    mma_slot &mine = E.mxch[p][me];
+    mine.kind = kind, mine.seq = E.mma_seq[me]++;
+    memcpy(mine.a, a, sizeof mine.a);
+    memcpy(mine.b, b, sizeof mine.b);
+    wait(WAIT_WARP); // .aligned: all 32 lanes deposit before any reads
+    const mma_slot *s = &E.mxch[p][base];
+    for (int l = 0; l < 32; l++)
+        if (s[l].kind != kind || s[l].seq != mine.seq)
+            die("mma.sync: the lanes of a warp are at different mma instructions");
+    const int g = (me & 31) >> 2, t = me & 3, K = kind == VW_EMU_MMA_TF32_M16N8K8 ? 8 : 16;
+    for (int i = 0; i < 4; i++) {
+        const int r = g + 8 * (i >> 1), n = 2 * t + (i & 1);
+        double acc = 0.0;
+        for (int k = 0; k < K; k++) {
+            const frag_pos pa = a_pos(kind, r, k), pb = b_pos(kind, k, n);
+            acc += operand(kind, s[pa.lane].a[pa.reg], pa.half) *
+                   operand(kind, s[pb.lane].b[pb.reg], pb.half);
+        }
+        d[i] = (float)(acc + (double)d[i]);
+    }
+}
 
 uint3 vw_emu_thread_idx(void) {
     const unsigned i = (unsigned)E.cur, bx = E.block.x, by = E.block.y;
@@ -227,6 +300,7 @@ void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), v
     if ((int)E.ctx.size() < E.n) {
         E.ctx.resize(E.n), E.sp.resize(E.n), E.state.resize(E.n), E.parity.resize(E.n);
         E.stacks.resize(E.n, nullptr), E.xch[0].resize(E.n), E.xch[1].resize(E.n);
+        E.mxch[0].resize(E.n), E.mxch[1].resize(E.n), E.mma_seq.resize(E.n);
     }
     E.dyn.assign(smem ? smem : 1, 0xff);
     // Block 0 runs on fibers. A launch whose block 0 never reached a barrier or

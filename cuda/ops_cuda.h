@@ -100,6 +100,25 @@ vw_status vw_cuda_op_attention(const float *Q, const float *K, const float *V, c
                                const vw_cuda_seg *segs, size_t n_segs, size_t rows, size_t Hq,
                                size_t Hk, size_t hd, float *O, vw_err *err);
 
+/* Tensor-core probe (cuda/mma_probe.cu, cuda/mma.cuh): one warp computes
+ * D [16, 8] = A [16, K] B [K, 8] + C [16, 8] (row-major) with mma.sync, each
+ * element placed in its lane by the PTX ISA fragment tables. TF32: m16n8k8,
+ * K = 8, A and B rounded by cvt.rna.tf32; BF16: m16n8k16, K = 16, rounded to
+ * nearest even; 3XTF32 / BF16X3: the same MMAs on split operands (three each,
+ * FP32 grade). VW_EINVAL for an unknown kind. */
+typedef enum vw_cuda_mma_kind {
+    VW_CUDA_MMA_TF32 = 0,
+    VW_CUDA_MMA_BF16 = 1,
+    VW_CUDA_MMA_3XTF32 = 2,
+    VW_CUDA_MMA_BF16X3 = 3,
+} vw_cuda_mma_kind;
+vw_status vw_cuda_op_mma(vw_cuda_mma_kind kind, const float *A, const float *B, const float *C,
+                         float *D, vw_err *err);
+
+/* y[i] = x[i] rounded by cvt.rna.tf32.f32 (10 mantissa bits, ties away from
+ * zero; as an FP32 value with the low 13 bits zero). */
+vw_status vw_cuda_op_tf32_round(const float *x, size_t n, float *y, vw_err *err);
+
 /* The chunked gated delta rule (chunk 64) of io's T rows split into n_seq
  * consecutive sequences of lengths seq_len[]; sequence i starts from
  * state_in[i] ([Hv, dk, dv]; NULL: zeros) and leaves its final state in

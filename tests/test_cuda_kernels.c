@@ -9,7 +9,9 @@
  * 1e-4 + 1e-3|ref| vs the token recurrence (docs/spec/backbone.md §4.4: chunked and recurrent
  * forms differ by ~1e-6 relative in FP32; these bounds leave room for chunk
  * sums of 64 terms without hiding an indexing error, which shows up at O(1)).
- * Packing checks (several sequences in one launch) are bit-exact.
+ * Packing checks (several sequences in one launch) are bit-exact. The
+ * tensor-core probe (mma_layouts) is exact on small integers, on the emulator
+ * and on a GPU, which proves the emulator's fragment tables.
  * Every test calls cr_skip_test when no CUDA device is present, and the whole
  * file is one skipped test in builds without CUDA.
  */
@@ -325,6 +327,113 @@ Test(cuda_kernels, attn_prep_rope) {
     expect_close("attn_prep q (norm+rope)", Q, Qr, R * Hq * hd, 1e-6, 1e-5);
     expect_close("attn_prep k (norm+rope)", Kt, Kr, R * Hk * hd, 1e-6, 1e-5);
     free(proj), free(qn), free(kn), free(Q), free(Kt), free(Qr), free(Kr), free(cs), free(sn);
+}
+
+/* ---- tensor cores (cuda/mma.cuh) ------------------------------------------------ */
+
+/* D = A [16, K] B [K, 8] + C in double; mag = sum_k |a b| + |c| per output. */
+static void ref_mma(const float *A, const float *B, const float *C, size_t K, double *D,
+                    double *mag) {
+    for (size_t r = 0; r < 16; r++)
+        for (size_t n = 0; n < 8; n++) {
+            double acc = C[r * 8 + n], m = fabs(C[r * 8 + n]);
+            for (size_t k = 0; k < K; k++) {
+                acc += (double)A[r * K + k] * B[k * 8 + n];
+                m += fabs((double)A[r * K + k] * B[k * 8 + n]);
+            }
+            D[r * 8 + n] = acc, mag[r * 8 + n] = m;
+        }
+}
+
+/* Worst |D - ref| over the 128 outputs of one probe, relative to rel * mag
+ * (absolute when rel = 0). */
+static double mma_case(vw_cuda_mma_kind kind, const float *A, const float *B, const float *C,
+                       double rel) {
+    const size_t K = kind == VW_CUDA_MMA_TF32 || kind == VW_CUDA_MMA_3XTF32 ? 8 : 16;
+    float D[128];
+    double ref[128], mag[128], worst = 0;
+    vw_err err = {0};
+    expect_ok(vw_cuda_op_mma(kind, A, B, C, D, &err), &err);
+    ref_mma(A, B, C, K, ref, mag);
+    for (int i = 0; i < 128; i++) {
+        double d = isfinite(D[i]) ? fabs(D[i] - ref[i]) / (rel ? rel * mag[i] : 1.0) : INFINITY;
+        worst = d > worst ? d : worst;
+    }
+    return worst;
+}
+
+/* cvt.rna.tf32.f32 by its definition: 11 significant bits, ties away from zero. */
+static float tf32_rna(float x) {
+    int e;
+    double m = frexp(fabs((double)x), &e); /* |x| = m 2^e, m in [0.5, 1) */
+    double r = ldexp(floor(ldexp(m, 11) + 0.5), e - 11);
+    return (float)(signbit(x) ? -r : r);
+}
+
+/* The PTX ISA fragment tables of mma.cuh against the hardware (on a GPU) or the
+ * emulator's own transcription: random small integers at every position of A,
+ * B and C, so a misplaced element changes D; every sum is exact (|D| < 2^11),
+ * so D must equal the plain product bit for bit. Then the 3xTF32 and BF16x3
+ * splits reach FP32 grade on random floats (mma.cuh: dropped terms <= ~3 * 2^-22
+ * and ~3 * 2^-18 of sum |a b|; bounds 2^-19 and 2^-15 leave room for the
+ * FP32 accumulation of three MMAs)
+ * where one plain TF32/BF16 MMA does not, and cvt.rna.tf32 is bit-exact. */
+Test(cuda_kernels, mma_layouts) {
+    need_gpu();
+    rng r = {23};
+    float A[256], B[128], C[128];
+    for (int kind = VW_CUDA_MMA_TF32; kind <= VW_CUDA_MMA_BF16; kind++) {
+        for (int i = 0; i < 256; i++)
+            A[i] = floorf(uni(&r, -8, 9));
+        for (int i = 0; i < 128; i++)
+            B[i] = floorf(uni(&r, -8, 9)), C[i] = floorf(uni(&r, -64, 65));
+        double w = mma_case((vw_cuda_mma_kind)kind, A, B, C, 0);
+        fprintf(stderr, "mma %s layouts: max|D - AB - C| = %g\n",
+                kind ? "bf16 m16n8k16" : "tf32 m16n8k8", w);
+        cr_expect_eq(w, 0, "mma kind %d: D differs from the plain product", kind);
+    }
+    for (int i = 0; i < 256; i++)
+        A[i] = uni(&r, -1, 1);
+    for (int i = 0; i < 128; i++)
+        B[i] = uni(&r, -1, 1), C[i] = uni(&r, -1, 1);
+    const double b3tf = 0x1p-19, b3bf = 0x1p-15; /* relative to sum |a b| + |c| */
+    double w3tf = mma_case(VW_CUDA_MMA_3XTF32, A, B, C, b3tf);
+    double w1tf = mma_case(VW_CUDA_MMA_TF32, A, B, C, b3tf);
+    double w3bf = mma_case(VW_CUDA_MMA_BF16X3, A, B, C, b3bf);
+    double w1bf = mma_case(VW_CUDA_MMA_BF16, A, B, C, b3bf);
+    fprintf(stderr, "mma error / bound: 3xtf32 %.3g (1xtf32 %.3g), bf16x3 %.3g (1xbf16 %.3g)\n",
+            w3tf, w1tf, w3bf, w1bf);
+    cr_expect_leq(w3tf, 1.0, "3xTF32 beyond 2^-19 sum|ab| (%.3g of it)", w3tf);
+    cr_expect_leq(w3bf, 1.0, "BF16x3 beyond 2^-15 sum|ab| (%.3g of it)", w3bf);
+    cr_expect_gt(w1tf, 1.0, "one TF32 MMA within the 3xTF32 bound: the bound cannot fail");
+    cr_expect_gt(w1bf, 1.0, "one BF16 MMA within the BF16x3 bound: the bound cannot fail");
+    /* cvt.rna.tf32: ties (1 + 2^-11 goes up, where round-to-even would not),
+     * just below ties, a carry into the exponent, negatives, then random
+     * normal values over 2^-100 .. 2^100. */
+    float x[1000], y[1000];
+    const float fixed[] = {1.0f + 0x1p-11f,
+                           1.0f + 0x1p-11f - 0x1p-23f,
+                           1.0f + 3 * 0x1p-11f,
+                           -(1.0f + 0x1p-11f),
+                           2.0f - 0x1p-23f,
+                           -3.0e30f,
+                           0.0f,
+                           -0.0f,
+                           1.5e-30f};
+    const size_t nf = sizeof fixed / sizeof *fixed;
+    memcpy(x, fixed, sizeof fixed);
+    for (size_t i = nf; i < 1000; i++)
+        x[i] = ldexpf(uni(&r, 0.5f, 1.0f), (int)floorf(uni(&r, -100, 100))) *
+               (uni(&r, -1, 1) < 0 ? -1.0f : 1.0f);
+    vw_err err = {0};
+    expect_ok(vw_cuda_op_tf32_round(x, 1000, y, &err), &err);
+    size_t bad = 0;
+    for (size_t i = 0; i < 1000; i++) {
+        float want = tf32_rna(x[i]);
+        if (memcmp(&want, &y[i], 4) && ++bad <= 5)
+            fprintf(stderr, "  tf32(%a) = %a, want %a\n", x[i], y[i], want);
+    }
+    cr_expect_eq(bad, 0, "cvt.rna.tf32: %zu of 1000 values differ from the definition", bad);
 }
 
 /* ---- attention with prefix ---------------------------------------------------- */
