@@ -16,6 +16,8 @@
 // projected every row of the batch at once, so nothing is copied per block.
 #include <math.h>
 
+#include <algorithm>
+
 #include "kernels.cuh"
 
 namespace {
@@ -132,27 +134,45 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_k(vw_cu_attn a) {
 } // namespace
 
 size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items) {
+    struct item {
+        int32_t seg, row;
+    };
+    item *it = reinterpret_cast<item *>(items);
     size_t n = 0;
     for (size_t s = 0; s < n_segs; s++)
-        for (int32_t r = 0; r < segs[s].len; r += BR) {
-            items[2 * n] = (int32_t)s;
-            items[2 * n + 1] = r;
-            n++;
-        }
+        for (int32_t r = 0; r < segs[s].len; r += BR)
+            it[n++] = item{(int32_t)s, r};
+    // Longest first: the keys the item's last row sees (its parent's rows and
+    // its own up to there); ties in (segment, row) order, so the order is total.
+    auto keys = [segs](const item &x) {
+        const vw_cuda_seg &sg = segs[x.seg];
+        return sg.parent_len + (sg.len - x.row < BR ? sg.len : x.row + BR);
+    };
+    std::sort(it, it + n, [&](const item &x, const item &y) {
+        const int32_t kx = keys(x), ky = keys(y);
+        return kx != ky ? kx > ky : x.seg != y.seg ? x.seg < y.seg : x.row < y.row;
+    });
     return n;
 }
 
+// The SIMT kernel at hd, and the tensor-core one where it takes hd (at 4
+// heads per block, the most it uses).
 vw_status vw_cu_attn_supported(size_t hd, vw_err *err) {
     if (!hd || hd % 32 || hd > 32 * MAXE)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attention: head_dim %zu must be a multiple of 32 up to %d", hd, 32 * MAXE);
-    return vw_cuda_smem_optin((const void *)attention_k, att_smem_floats(hd) * sizeof(float),
-                              "attention_k", err);
+    vw_status st = vw_cuda_smem_optin((const void *)attention_k,
+                                      att_smem_floats(hd) * sizeof(float), "attention_k", err);
+    if (st == VW_OK)
+        st = vw_cu_attn_tc_supported(hd, err);
+    return st;
 }
 
 vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
     if (!a->n_items)
         return VW_OK;
+    if (vw_cu_attn_tc_takes(a))
+        return vw_cu_attention_tc(a, s, err);
     vw_status st = vw_cu_attn_supported(a->hd, err);
     if (st != VW_OK)
         return st;

@@ -170,7 +170,8 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
                      hd,
                      m->dmeta.segs,
                      m->dmeta.items,
-                     p->n_items};
+                     p->n_items,
+                     m->opts.precision};
     if (st == VW_OK)
         st = vw_cu_attention(&at, m->stream, err);
     if (st == VW_OK)

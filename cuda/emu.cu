@@ -6,6 +6,7 @@
 // from the real one). See cuda_emu.h for what is and is not modelled.
 #include <cblas.h>
 #include <cublas_v2.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,8 +58,9 @@ struct emulator {
     ucontext_t sched;
     void (*body)(void *) = nullptr;
     void *arg = nullptr;
-    bool plain = false;       // threads run as plain calls (no barrier allowed)
-    bool saw_barrier = false; // block 0 of this launch reached a barrier
+    bool mma_truncate = false; // VW_CUDA_EMU_MMA=truncate: the hardware-like sum
+    bool plain = false;        // threads run as plain calls (no barrier allowed)
+    bool saw_barrier = false;  // block 0 of this launch reached a barrier
     ~emulator() {
         for (char *st : stacks)
             free(st);
@@ -226,6 +228,30 @@ double operand(int kind, uint32_t w, int half) {
     return f;
 }
 
+// The sum of an MMA's k products and C as Fasi et al. (2021) model the tensor
+// cores' FP32 accumulation: every addend truncated toward zero to 24 bits
+// below the largest one's leading bit, the exact sum of those, truncated to
+// FP32. Pessimistic for newer GPUs (they may keep more bits); for checking
+// that a kernel's tolerances hold where the hardware is less exact than
+// round-to-nearest.
+float truncated_sum(const double *x, int n) {
+    int emax = INT32_MIN;
+    for (int i = 0; i < n; i++) {
+        int e;
+        if (x[i] != 0.0 && (frexp(x[i], &e), e > emax))
+            emax = e;
+    }
+    if (emax == INT32_MIN)
+        return 0.0f; // every addend zero
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += ldexp(trunc(ldexp(x[i], 24 - emax)), emax - 24); // exact: few bits
+    float f = (float)sum;
+    if (fabs((double)f) > fabs(sum)) // rounded away from zero: step back one ulp
+        f = nextafterf(f, 0.0f);
+    return f;
+}
+
 } // namespace
 
 void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]) {
@@ -247,13 +273,21 @@ void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]) 
     const int g = (me & 31) >> 2, t = me & 3, K = kind == VW_EMU_MMA_TF32_M16N8K8 ? 8 : 16;
     for (int i = 0; i < 4; i++) {
         const int r = g + 8 * (i >> 1), n = 2 * t + (i & 1);
-        double acc = 0.0;
+        double x[17]; // the k products, then C
         for (int k = 0; k < K; k++) {
             const frag_pos pa = a_pos(kind, r, k), pb = b_pos(kind, k, n);
-            acc += operand(kind, s[pa.lane].a[pa.reg], pa.half) *
+            x[k] = operand(kind, s[pa.lane].a[pa.reg], pa.half) *
                    operand(kind, s[pb.lane].b[pb.reg], pb.half);
         }
-        d[i] = (float)(acc + (double)d[i]);
+        x[K] = d[i];
+        if (E.mma_truncate) {
+            d[i] = truncated_sum(x, K + 1);
+            continue;
+        }
+        double acc = 0.0;
+        for (int k = 0; k <= K; k++)
+            acc += x[k];
+        d[i] = (float)acc;
     }
 }
 
@@ -303,6 +337,8 @@ void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), v
         E.mxch[0].resize(E.n), E.mxch[1].resize(E.n), E.mma_seq.resize(E.n);
     }
     E.dyn.assign(smem ? smem : 1, 0xff);
+    const char *mm = getenv("VW_CUDA_EMU_MMA");
+    E.mma_truncate = mm && !strcmp(mm, "truncate");
     // Block 0 runs on fibers. A launch whose block 0 never reached a barrier or
     // shuffle runs its other blocks as plain calls, thread after thread (1000x
     // faster for elementwise kernels); a barrier there is reported, not missed.

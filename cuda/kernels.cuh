@@ -100,11 +100,26 @@ typedef struct vw_cu_attn {
     const int32_t
         *items; /* n_items pairs (segment, first row within it), rows in VW_ATT_BR tiles */
     size_t n_items;
+    vw_cuda_precision prec; /* FP32: the SIMT kernel; BF16, BF16X2: tensor cores where taken */
 } vw_cu_attn;
 
+/* FP32, or a shape the tensor-core kernel does not take: attention_k (FP32
+ * SIMT, attention.cu); otherwise vw_cu_attention_tc. */
 vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
-/* The items of segs[0..n_segs) in order: for each segment, tiles of VW_ATT_BR
- * rows. Returns the count (<= total rows); items has room for 2*rows ints. */
+/* The flash-style tensor-core kernel (attention_tc.cu: 3xTF32 products, GQA
+ * packed); VW_EUNSUPPORTED for shapes it does not take. */
+vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
+/* Whether the tensor-core kernel takes this call: BF16 or BF16X2, head_dim
+ * 32, 64, 128 or 256, Hq % Hk == 0, Q, K, V 16-byte aligned and ldv % 4 == 0. */
+int vw_cu_attn_tc_takes(const vw_cu_attn *a);
+/* Opts the tensor-core kernel for hd into its shared memory at 4 heads per
+ * block (the most it uses): VW_EUNSUPPORTED if the device has less; VW_OK for
+ * a width it does not take. */
+vw_status vw_cu_attn_tc_supported(size_t hd, vw_err *err);
+/* The items of segs[0..n_segs): for each segment, tiles of VW_ATT_BR rows,
+ * ordered longest first (keys seen by the tile's last row; ties by segment,
+ * then row), so the longest blocks start first. Returns the count (<= total
+ * rows); items has room for 2*rows ints. */
 size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items);
 
 /* ---- delta_rule.cu ------------------------------------------------------- */

@@ -280,10 +280,10 @@ extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, co
     return st;
 }
 
-extern "C" vw_status vw_cuda_op_attention(const float *Q, const float *K, const float *V,
-                                          const float *gate, const vw_cuda_seg *segs, size_t n_segs,
-                                          size_t rows, size_t Hq, size_t Hk, size_t hd, float *O,
-                                          vw_err *err) {
+extern "C" vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q, const float *K,
+                                          const float *V, const float *gate,
+                                          const vw_cuda_seg *segs, size_t n_segs, size_t rows,
+                                          size_t Hq, size_t Hk, size_t hd, float *O, vw_err *err) {
     dev_bufs d;
     vw_cu_attn a = {};
     int32_t *items = (int32_t *)malloc((2 * seg_rows(segs, n_segs) + 2) * sizeof *items);
@@ -291,7 +291,7 @@ extern "C" vw_status vw_cuda_op_attention(const float *Q, const float *K, const 
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda attention");
     a.n_items = vw_cu_attn_items(segs, n_segs, items);
     a.ldv = Hk * hd, a.ldg = Hq * hd, a.gstride = hd, a.ldo = Hq * hd;
-    a.Hq = Hq, a.Hk = Hk, a.hd = hd;
+    a.Hq = Hq, a.Hk = Hk, a.hd = hd, a.prec = prec;
     vw_status st = d.put(&a.Q, Q, rows * Hq * hd * 4, err);
     if (st == VW_OK)
         st = d.put(&a.K, K, rows * Hk * hd * 4, err);

@@ -95,10 +95,13 @@ vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *
 /* Gated causal GQA attention (docs/spec/backbone.md §3.4 steps 5-6): query row r of sequence s
  * attends to s's parent rows, then to s's rows up to r; query head h reads KV
  * head h / (Hq/Hk); scale hd^-0.5. Q: [rows, Hq, hd], K, V: [rows, Hk, hd],
- * gate: [rows, Hq, hd] or NULL; O: [rows, Hq, hd] = softmax(QK^T)V * sigmoid(gate). */
-vw_status vw_cuda_op_attention(const float *Q, const float *K, const float *V, const float *gate,
-                               const vw_cuda_seg *segs, size_t n_segs, size_t rows, size_t Hq,
-                               size_t Hk, size_t hd, float *O, vw_err *err);
+ * gate: [rows, Hq, hd] or NULL; O: [rows, Hq, hd] = softmax(QK^T)V * sigmoid(gate).
+ * prec picks the kernel as the executor does: FP32 the SIMT one, BF16 and
+ * BF16X2 the tensor-core one (3xTF32) where it takes the shape. */
+vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q, const float *K,
+                               const float *V, const float *gate, const vw_cuda_seg *segs,
+                               size_t n_segs, size_t rows, size_t Hq, size_t Hk, size_t hd,
+                               float *O, vw_err *err);
 
 /* Tensor-core probe (cuda/mma_probe.cu, cuda/mma.cuh): one warp computes
  * D [16, 8] = A [16, K] B [K, 8] + C [16, 8] (row-major) with mma.sync, each

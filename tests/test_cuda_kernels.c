@@ -472,26 +472,21 @@ static void ref_attn_row(const float *Q, const float *K, const float *V, const f
     free(sc);
 }
 
-static void attention_case(size_t Hq, size_t Hk, size_t hd, uint64_t seed) {
-    rng r = {seed};
-    /* two trees: prefixes of 70 and 3 rows, blocks of 40, 1 and 17 rows */
+/* Runs one precision's kernel on the batch and on tree 1 alone (rows
+ * re-based), checks the batch against ref and the tree's rows bit for bit. */
+static void attention_run(vw_cuda_precision prec, const float *Q, const float *K, const float *V,
+                          const float *G, const float *ref, size_t Hq, size_t Hk, size_t hd,
+                          float *O) {
     vw_cuda_seg segs[5] = {{0, 70, 0, 0, 0, 0}, {70, 3, 0, 0, 0, 1}};
     segs[2] = (vw_cuda_seg){73, 40, 70, 0, 70, 0};
     segs[3] = (vw_cuda_seg){113, 1, 70, 0, 70, 0};
     segs[4] = (vw_cuda_seg){114, 17, 3, 70, 3, 1};
     const size_t R = 131;
-    float *Q = rnd(&r, R * Hq * hd, -1, 1), *K = rnd(&r, R * Hk * hd, -1, 1);
-    float *V = rnd(&r, R * Hk * hd, -1, 1), *G = rnd(&r, R * Hq * hd, -3, 3);
-    for (size_t i = 0; i < R * Hq * hd; i++) /* larger logits: a peaked softmax too */
-        Q[i] *= 4.0f;
-    float *O = malloc(R * Hq * hd * 4), *ref = malloc(R * Hq * hd * 4);
-    for (int s = 0; s < 5; s++)
-        for (int i = 0; i < segs[s].len; i++)
-            ref_attn_row(Q, K, V, G, &segs[s], i, Hq, Hk, hd, ref);
     vw_err err = {0};
-    expect_ok(vw_cuda_op_attention(Q, K, V, G, segs, 5, R, Hq, Hk, hd, O, &err), &err);
+    expect_ok(vw_cuda_op_attention(prec, Q, K, V, G, segs, 5, R, Hq, Hk, hd, O, &err), &err);
     char name[64];
-    snprintf(name, sizeof name, "attention Hq=%zu Hk=%zu hd=%zu", Hq, Hk, hd);
+    snprintf(name, sizeof name, "attention %s Hq=%zu Hk=%zu hd=%zu", vw_cuda_precision_name(prec),
+             Hq, Hk, hd);
     expect_close(name, O, ref, R * Hq * hd, 2e-5, 0);
     /* packing: tree 1 alone (re-based rows) equals its rows inside the batch */
     vw_cuda_seg alone[2] = {{0, 3, 0, 0, 0, 0}, {3, 17, 3, 0, 3, 0}};
@@ -509,19 +504,49 @@ static void attention_case(size_t Hq, size_t Hk, size_t hd, uint64_t seed) {
         memcpy(K1 + i * Hk * hd, K + a_rows[i] * Hk * hd, Hk * hd * 4);
         memcpy(V1 + i * Hk * hd, V + a_rows[i] * Hk * hd, Hk * hd * 4);
     }
-    expect_ok(vw_cuda_op_attention(Q1, K1, V1, G1, alone, 2, 20, Hq, Hk, hd, O1, &err), &err);
+    expect_ok(vw_cuda_op_attention(prec, Q1, K1, V1, G1, alone, 2, 20, Hq, Hk, hd, O1, &err), &err);
     for (int i = 0; i < 20; i++)
         cr_expect(!memcmp(O1 + i * Hq * hd, O + a_rows[i] * Hq * hd, Hq * hd * 4),
-                  "attention row %d of a tree differs when packed with another tree", i);
-    free(Q), free(K), free(V), free(G), free(O), free(ref);
+                  "%s: attention row %d of a tree differs when packed with another tree", name, i);
     free(Q1), free(K1), free(V1), free(G1), free(O1);
+}
+
+/* Both kernels against the float64 reference: FP32 (SIMT) and BF16X2, which
+ * takes the tensor-core kernel (3xTF32) where it takes the shape; that it did
+ * shows as outputs not bit-equal to the SIMT kernel's. */
+static void attention_case(size_t Hq, size_t Hk, size_t hd, int tc, uint64_t seed) {
+    rng r = {seed};
+    /* two trees: prefixes of 70 and 3 rows, blocks of 40, 1 and 17 rows */
+    vw_cuda_seg segs[5] = {{0, 70, 0, 0, 0, 0}, {70, 3, 0, 0, 0, 1}};
+    segs[2] = (vw_cuda_seg){73, 40, 70, 0, 70, 0};
+    segs[3] = (vw_cuda_seg){113, 1, 70, 0, 70, 0};
+    segs[4] = (vw_cuda_seg){114, 17, 3, 70, 3, 1};
+    const size_t R = 131;
+    float *Q = rnd(&r, R * Hq * hd, -1, 1), *K = rnd(&r, R * Hk * hd, -1, 1);
+    float *V = rnd(&r, R * Hk * hd, -1, 1), *G = rnd(&r, R * Hq * hd, -3, 3);
+    for (size_t i = 0; i < R * Hq * hd; i++) /* larger logits: a peaked softmax too */
+        Q[i] *= 4.0f;
+    float *O = malloc(R * Hq * hd * 4), *Otc = malloc(R * Hq * hd * 4),
+          *ref = malloc(R * Hq * hd * 4);
+    for (int s = 0; s < 5; s++)
+        for (int i = 0; i < segs[s].len; i++)
+            ref_attn_row(Q, K, V, G, &segs[s], i, Hq, Hk, hd, ref);
+    attention_run(VW_CUDA_FP32, Q, K, V, G, ref, Hq, Hk, hd, O);
+    attention_run(VW_CUDA_BF16X2, Q, K, V, G, ref, Hq, Hk, hd, Otc);
+    cr_expect_eq(memcmp(O, Otc, R * Hq * hd * 4) != 0, tc,
+                 "Hq=%zu Hk=%zu hd=%zu: bf16x2 %s the SIMT kernel's outputs", Hq, Hk, hd,
+                 tc ? "repeats" : "differs from");
+    free(Q), free(K), free(V), free(G), free(O), free(Otc), free(ref);
 }
 
 Test(cuda_kernels, attention_with_prefix) {
     need_gpu();
-    attention_case(4, 2, 64, 18);  /* GQA group 2, two dims per lane */
-    attention_case(4, 1, 32, 19);  /* the tiny bundle's shape */
-    attention_case(2, 1, 256, 20); /* the 0.8B head width (8 dims per lane) */
+    attention_case(4, 2, 64, 1, 18);  /* GQA group 2, two dims per lane */
+    attention_case(4, 1, 32, 1, 19);  /* the tiny bundle's shape */
+    attention_case(2, 1, 256, 1, 20); /* the 0.8B head width (8 dims per lane) */
+    attention_case(8, 2, 256, 1, 21); /* the 0.8B shape: 4 heads x 16 tokens per block */
+    attention_case(6, 1, 32, 1, 22);  /* group 6 (27B): two blocks of 3 heads per item */
+    attention_case(2, 1, 96, 0, 23);  /* a head width only the SIMT kernel takes */
 }
 
 /* ---- the delta rule ----------------------------------------------------------- */
