@@ -24,7 +24,9 @@
  * aligned to the largest exponent and truncated, Fasi et al. 2021), so it can
  * differ from the emulator by an ulp or two of the largest addend per MMA;
  * tests with mixed-magnitude data must allow that, small-integer data is
- * exact on both.
+ * exact on both. VW_CUDA_EMU_MMA=truncate (read at each launch) sums that way
+ * instead: every addend truncated to 24 bits below the largest, the sum
+ * truncated to FP32 (a pessimistic model of the hardware).
  * What it does not model: timing, concurrency between blocks, memory
  * coherence races, device limits other than the shared-memory opt-in.
  * Errors inside kernels abort the process with the block and thread named.
