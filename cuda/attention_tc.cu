@@ -105,9 +105,9 @@ template <int HD> __device__ void tile_scores(float s[2][4], const float *Qw, co
                 uint32_t bb[2], bs[2];
                 vw_split_tf32(Ks[(nt * 8 + g) * LD + k0 + t], bb[0], bs[0]);
                 vw_split_tf32(Ks[(nt * 8 + g) * LD + k0 + t + 4], bb[1], bs[1]);
-                vw_mma_tf32_1688(small[nt], as, bb);
-                vw_mma_tf32_1688(small[nt], ab, bs);
-                vw_mma_tf32_1688(big[nt], ab, bb);
+                vw_mma<VW_MMA_TF32>(small[nt], as, bb);
+                vw_mma<VW_MMA_TF32>(small[nt], ab, bs);
+                vw_mma<VW_MMA_TF32>(big[nt], ab, bb);
             }
         }
 #pragma unroll
@@ -184,9 +184,9 @@ __device__ void tile_step(tc_state<HD> &st, const float *Qw, const float *Ks, co
             uint32_t vb[2], vs[2];
             vw_split_tf32(v0[8 * ks * LD + nt * 8], vb[0], vs[0]);       // key 8 ks + 2t
             vw_split_tf32(v0[(8 * ks + 1) * LD + nt * 8], vb[1], vs[1]); // key 8 ks + 2t + 1
-            vw_mma_tf32_1688(small, ps[ks], vb);
-            vw_mma_tf32_1688(small, pb[ks], vs);
-            vw_mma_tf32_1688(big, pb[ks], vb);
+            vw_mma<VW_MMA_TF32>(small, ps[ks], vb);
+            vw_mma<VW_MMA_TF32>(small, pb[ks], vs);
+            vw_mma<VW_MMA_TF32>(big, pb[ks], vb);
         }
 #pragma unroll
         for (int i = 0; i < 4; i++)

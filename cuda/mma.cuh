@@ -35,28 +35,14 @@
 #include "cuda_common.cuh"
 
 #if defined(__CUDACC__) || defined(VW_CUDA_EMU)
-#ifdef VW_CUDA_EMU
 #include <string.h>
-#endif
 
-__device__ __forceinline__ uint32_t vw_f2u(float x) {
-#ifdef VW_CUDA_EMU
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-#else
-    return __float_as_uint(x);
-#endif
-}
-
-__device__ __forceinline__ float vw_u2f(uint32_t u) {
-#ifdef VW_CUDA_EMU
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-#else
-    return __uint_as_float(u);
-#endif
+/* The bits of x as another type of the same size (a register move on the GPU). */
+template <typename To, typename From> __device__ __forceinline__ To vw_bit_cast(From x) {
+    static_assert(sizeof(To) == sizeof(From), "same size");
+    To y;
+    memcpy(&y, &x, sizeof y);
+    return y;
 }
 
 /* cvt.rna.tf32.f32: x rounded to 10 mantissa bits, ties away from zero; the
@@ -64,7 +50,7 @@ __device__ __forceinline__ float vw_u2f(uint32_t u) {
  * bit-exact for finite x (NaN becomes the canonical 0x7fffffff). */
 __device__ __forceinline__ uint32_t vw_cvt_tf32(float x) {
 #ifdef VW_CUDA_EMU
-    const uint32_t u = vw_f2u(x);
+    const uint32_t u = vw_bit_cast<uint32_t>(x);
     if ((u & 0x7f800000u) == 0x7f800000u)
         return u & 0x007fffffu ? 0x7fffffffu : u;
     return (u + 0x1000u) & 0xffffe000u; /* sign-magnitude: +half ulp rounds |x| up on ties */
@@ -78,7 +64,7 @@ __device__ __forceinline__ uint32_t vw_cvt_tf32(float x) {
 /* 3xTF32 operand split: x = big + small + r, |r| <= 2^-22 |x|. */
 __device__ __forceinline__ void vw_split_tf32(float x, uint32_t &big, uint32_t &small) {
     big = vw_cvt_tf32(x);
-    small = vw_cvt_tf32(x - vw_u2f(big));
+    small = vw_cvt_tf32(x - vw_bit_cast<float>(big));
 }
 
 /* BF16x3 operand split: x = hi + lo + r, |r| <= 2^-18 |x|. */
@@ -92,48 +78,42 @@ __device__ __forceinline__ uint32_t vw_pack_bf16(__nv_bfloat16 k0, __nv_bfloat16
     return (uint32_t)__bfloat16_as_ushort(k0) | (uint32_t)__bfloat16_as_ushort(k1) << 16;
 }
 
-/* d = A B + d, mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32. */
-__device__ __forceinline__ void vw_mma_tf32_1688(float d[4], const uint32_t a[4],
-                                                 const uint32_t b[2]) {
+/* The two instructions, and the emulator's names for them. */
+enum { VW_MMA_TF32 = 1, VW_MMA_BF16 = 2 };
 #ifdef VW_CUDA_EMU
-    vw_emu_mma(VW_EMU_MMA_TF32_M16N8K8, d, a, b);
+static_assert((int)VW_MMA_TF32 == (int)VW_EMU_MMA_TF32_M16N8K8 &&
+                  (int)VW_MMA_BF16 == (int)VW_EMU_MMA_BF16_M16N8K16,
+              "the emulator's kinds");
+#endif
+
+/* d = A B + d: VW_MMA_TF32 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32,
+ * VW_MMA_BF16 mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32. */
+template <int KIND>
+__device__ __forceinline__ void vw_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
+#ifdef VW_CUDA_EMU
+    vw_emu_mma(KIND, d, a, b);
 #else
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#define VW_MMA_ASM(instr)                                                                          \
+    asm volatile(instr " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                    \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                  \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+    if constexpr (KIND == VW_MMA_TF32)
+        VW_MMA_ASM("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+    else
+        VW_MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+#undef VW_MMA_ASM
 #endif
 }
 
-/* d = A B + d, mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32. */
-__device__ __forceinline__ void vw_mma_bf16_16816(float d[4], const uint32_t a[4],
-                                                  const uint32_t b[2]) {
-#ifdef VW_CUDA_EMU
-    vw_emu_mma(VW_EMU_MMA_BF16_M16N8K16, d, a, b);
-#else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-
-/* d += A B at FP32 grade from split operands (3xTF32 / BF16x3), small products
- * first. */
-__device__ __forceinline__ void vw_mma_3xtf32(float d[4], const uint32_t a_big[4],
-                                              const uint32_t a_small[4], const uint32_t b_big[2],
-                                              const uint32_t b_small[2]) {
-    vw_mma_tf32_1688(d, a_small, b_big);
-    vw_mma_tf32_1688(d, a_big, b_small);
-    vw_mma_tf32_1688(d, a_big, b_big);
-}
-
-__device__ __forceinline__ void vw_mma_bf16x3(float d[4], const uint32_t a_hi[4],
-                                              const uint32_t a_lo[4], const uint32_t b_hi[2],
-                                              const uint32_t b_lo[2]) {
-    vw_mma_bf16_16816(d, a_lo, b_hi);
-    vw_mma_bf16_16816(d, a_hi, b_lo);
-    vw_mma_bf16_16816(d, a_hi, b_hi);
+/* d += A B at FP32 grade from split operands (3xTF32: big/small; BF16x3:
+ * hi/lo), the small products first. */
+template <int KIND>
+__device__ __forceinline__ void vw_mma_x3(float d[4], const uint32_t a_hi[4],
+                                          const uint32_t a_lo[4], const uint32_t b_hi[2],
+                                          const uint32_t b_lo[2]) {
+    vw_mma<KIND>(d, a_lo, b_hi);
+    vw_mma<KIND>(d, a_hi, b_lo);
+    vw_mma<KIND>(d, a_hi, b_hi);
 }
 
 /* The layout tables above as (row, col) of register i of lane `lane`; for BF16

@@ -48,13 +48,13 @@ __global__ void mma_probe_k(int kind, const float *A, const float *B, const floa
         }
     }
     if (kind == VW_CUDA_MMA_TF32)
-        vw_mma_tf32_1688(d, a, b);
+        vw_mma<VW_MMA_TF32>(d, a, b);
     else if (kind == VW_CUDA_MMA_BF16)
-        vw_mma_bf16_16816(d, a, b);
+        vw_mma<VW_MMA_BF16>(d, a, b);
     else if (kind == VW_CUDA_MMA_3XTF32)
-        vw_mma_3xtf32(d, a, a2, b, b2);
+        vw_mma_x3<VW_MMA_TF32>(d, a, a2, b, b2);
     else
-        vw_mma_bf16x3(d, a, a2, b, b2);
+        vw_mma_x3<VW_MMA_BF16>(d, a, a2, b, b2);
     for (int i = 0; i < 4; i++) {
         const vw_rc p = vw_mma_c_pos(lane, i);
         D[p.r * 8 + p.c] = d[i];
@@ -64,7 +64,7 @@ __global__ void mma_probe_k(int kind, const float *A, const float *B, const floa
 __global__ void tf32_round_k(const float *x, size_t n, float *y) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        y[i] = vw_u2f(vw_cvt_tf32(x[i]));
+        y[i] = vw_bit_cast<float>(vw_cvt_tf32(x[i]));
 }
 
 // Device copies of the probe's operands, freed together.
