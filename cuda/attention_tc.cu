@@ -17,15 +17,16 @@
 // Per warp and tile: S = Q Kᵀ (16 x 16) and P V (16 x hd) on mma.sync
 // m16n8k8 TF32 with 3xTF32 operands (mma.cuh; FP32 grade), each in short
 // fresh accumulation chains whose results are summed in FP32 on the CUDA
-// cores (the tensor cores' accumulation truncates: a chain of hundreds of MMAs
-// would lose ~an ulp per step); online softmax in FP32 as in attention.cu
-// (running max m, sum l, o = o * exp(m_old - m_new) + P V); the epilogue
-// divides by l and multiplies by sigmoid(gate). A row with no visible key in a tile gets alpha = 1
-// and P = 0 there, which leaves m, l and O bit-identical, so batching never changes a row. P goes
-// from the S accumulators straight into the A operand of P V: the sum index k of P V is permuted
-// (k' = t <-> key 2t, k' = t + 4
-// <-> key 2t + 1 within each 8 keys) so each lane already holds its A elements,
-// and V's rows are read in the same permuted order.
+// cores (the tensor cores' accumulation truncates: a chain of hundreds of
+// MMAs would lose up to an ulp per step); online softmax in FP32 as in
+// attention.cu (running max m, sum l, o = o * exp(m_old - m_new) + P V); the
+// epilogue divides by l and multiplies by sigmoid(gate). A row with no visible
+// key in a tile gets alpha = 1 and P = 0 there, which leaves m, l and O
+// bit-identical, so batching never changes a row. P goes from the S
+// accumulators straight into the A operand of P V: the sum index of P V is
+// permuted within each 8 keys (k' = t <-> key 2t, k' = t + 4 <-> key 2t + 1),
+// so each lane already holds its A elements, and V's rows are read in the
+// same order.
 //
 // Shared memory: Q of the block's heads (16 rows each) and one K and one V
 // tile of 16 keys, FP32, rows padded to hd + 4 floats (every fragment load is
@@ -291,7 +292,8 @@ vw_status vw_cu_attn_tc_supported(size_t hd, vw_err *err) {
 vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
     if (!vw_cu_attn_tc_takes(a))
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
-                       "attention_tc: %s, head_dim %zu, %zu heads over %zu, unaligned Q/K/V",
+                       "attention_tc does not take %s, head_dim %zu, %zu heads over %zu "
+                       "(or Q/K/V are not 16-byte aligned)",
                        vw_cuda_precision_name(a->prec), a->hd, a->Hq, a->Hk);
     if (!a->n_items)
         return VW_OK;
