@@ -116,9 +116,10 @@ static void *relay_main(void *arg) {
         for (size_t i = 0; i < r->n; i++)
             for (int d = 0; d < 2; d++) {
                 const pair *p = r->pairs[i];
-                fds[2 + 2 * i + (size_t)d] = (struct pollfd){
-                    .fd = p->fd[d],
-                    .events = (short)((p->h[d].len ? 0 : POLLIN) | (p->h[1 - d].len ? POLLOUT : 0))};
+                fds[2 + 2 * i + (size_t)d] =
+                    (struct pollfd){.fd = p->fd[d],
+                                    .events = (short)((p->h[d].len ? 0 : POLLIN) |
+                                                      (p->h[1 - d].len ? POLLOUT : 0))};
             }
         if (poll(fds, (nfds_t)nf, -1) < 0) {
             if (errno == EINTR)
@@ -161,8 +162,8 @@ vw_status vw_relay_new(int port, const char *target, vw_relay **out, vw_err *err
     r->target.sin_port = htons((uint16_t)tport);
     vw_status st = VW_OK;
     if (inet_pton(AF_INET, host, &r->target.sin_addr) != 1) {
-        st = VW_FAIL(err, VW_EINVAL, "bad_argument", "relay target '%s': want a.b.c.d:port",
-                     target);
+        st =
+            VW_FAIL(err, VW_EINVAL, "bad_argument", "relay target '%s': want a.b.c.d:port", target);
         goto done;
     }
     struct sockaddr_in me = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
