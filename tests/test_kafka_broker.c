@@ -126,3 +126,19 @@ Test(kafka_broker, port_option_bootstraps_on_a_fixed_port) {
     cr_assert_eq(vw_kh_stop(&p, SIGTERM, 5000), 0, "SIGTERM: exit 0");
     free(boot);
 }
+
+/* With OpenBLAS running threads of its own (OPENBLAS_NUM_THREADS above 1, as
+ * outside the test suites), SIGTERM and SIGINT still stop the broker with
+ * exit 0: it killed it (exit 143) when the signals were blocked for a
+ * signalfd and the kernel handed one to an OpenBLAS thread. */
+Test(kafka_broker, signals_stop_it_beside_openblas_threads) {
+    setenv("OPENBLAS_NUM_THREADS", "4", 1);
+    for (int i = 0; i < 6; i++) {
+        vw_kh_broker b;
+        cr_assert_eq(vw_kh_broker_start("requests:1", &b), 0);
+        vw_kh_proc p = {.pid = b.pid};
+        int sig = i % 2 ? SIGINT : SIGTERM;
+        cr_assert_eq(vw_kh_stop(&p, sig, 5000), 0, "%s, try %d: exit 0", strsignal(sig), i);
+        close(b.control_fd);
+    }
+}

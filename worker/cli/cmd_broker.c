@@ -8,14 +8,13 @@
 #include "commands.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 static void usage(FILE *f) {
@@ -33,6 +32,21 @@ static void usage(FILE *f) {
                "                    (group.protocol=consumer; librdkafka 2.12 or later)\n"
                "  --control         read control commands from stdin (see broker.h);\n"
                "                    exit when stdin closes\n");
+}
+
+/* SIGTERM/SIGINT write a byte here (the signal-handler exception to "no
+ * mutable globals", as cmd_run.c's flag). A handler, not a blocked signal read
+ * through signalfd: OpenBLAS starts its threads when the library loads, before
+ * main could block anything, and a signal the kernel gave one of them killed
+ * the process (exit 143) instead of stopping the broker. */
+static int stop_pipe = -1;
+
+static void on_signal(int sig) {
+    (void)sig;
+    char c = 's';
+    if (write(stop_pipe, &c, 1) < 0) {
+        /* the pipe is full: a stop is already pending */
+    }
 }
 
 /* Written to FILE.tmp then renamed, so a reader never sees half a line. */
@@ -139,18 +153,19 @@ int vw_cmd_broker(int argc, char **argv) {
             return 2;
         }
     }
-    /* Block the signals before librdkafka starts its threads, so they inherit the
-     * mask and only signalfd sees SIGTERM/SIGINT. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (sfd < 0) {
-        perror("vela-worker broker: signalfd");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
+        perror("vela-worker broker: pipe");
         goto done;
     }
+    sfd = fds[0];
+    stop_pipe = fds[1];
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     if (vw_broker_new(n_brokers, &b, &err) ||
         (*topics && vw_broker_create_topics(b, topics, &err)) ||
         (g_session && vw_broker_group_timeouts(b, g_session, g_heartbeat, &err))) {
@@ -176,7 +191,12 @@ int vw_cmd_broker(int argc, char **argv) {
 done:
     vw_relay_free(relay);
     vw_broker_free(b);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
     if (sfd >= 0)
         close(sfd);
+    if (stop_pipe >= 0)
+        close(stop_pipe);
+    stop_pipe = -1;
     return rc;
 }
