@@ -52,14 +52,6 @@ static json_t *by_key(json_t *recs, const char *key) {
     return NULL;
 }
 
-/* The metrics value of a sample line "name value", or -1. */
-static double metric(const char *text, const char *name) {
-    char pat[256];
-    snprintf(pat, sizeof pat, "\n%s ", name);
-    const char *s = text ? strstr(text, pat) : NULL;
-    return s ? atof(s + strlen(pat)) : -1;
-}
-
 enum { N = 200 };
 
 /* The requests of the happy path: keys k000.., every tenth with a request-id. */
@@ -110,16 +102,17 @@ static void check_happy_metrics(int port) {
     int code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
     cr_assert_eq(code, 200);
-    cr_assert_eq(metric(m, "vela_worker_records_consumed_total"), N);
-    cr_assert_eq(metric(m, "vela_worker_results_total{status=\"200\"}"), N);
-    cr_assert_gt(metric(m, "vela_worker_backpressure_total"), 0,
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_records_consumed_total"), N);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_results_total{status=\"200\"}"), N);
+    cr_assert_gt(vw_kh_metric_in(m, "vela_worker_backpressure_total"), 0,
                  "max_in_flight 16 < 200: intake stopped");
-    cr_assert_geq(metric(m, "vela_worker_batches_total"), N / 8);
-    cr_assert_eq(metric(m, "vela_worker_batch_size_count"), metric(m, "vela_worker_batches_total"));
-    cr_assert_gt(metric(m, "vela_worker_commits_total"), 0);
-    cr_assert_eq(metric(m, "vela_worker_dead_letters_total"), 0);
-    cr_assert_eq(metric(m, "vela_worker_e2e_latency_seconds_count"), N);
-    cr_assert_eq(metric(m, "vela_worker_in_flight"), 0);
+    cr_assert_geq(vw_kh_metric_in(m, "vela_worker_batches_total"), N / 8);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_batch_size_count"),
+                 vw_kh_metric_in(m, "vela_worker_batches_total"));
+    cr_assert_gt(vw_kh_metric_in(m, "vela_worker_commits_total"), 0);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_dead_letters_total"), 0);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_e2e_latency_seconds_count"), N);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_in_flight"), 0);
     free(m);
     /* Consumer lag per partition, from librdkafka statistics (every 1 s here):
      * 0 once everything is committed. */
@@ -127,7 +120,7 @@ static void check_happy_metrics(int port) {
     for (int tries = 0; tries < 40 && lag != 0; tries++) {
         vw_kh_sleep_ms(250);
         m = vw_kh_http_get(port, "/metrics", &code);
-        lag = metric(m, "vela_worker_consumer_lag{topic=\"requests\",partition=\"0\"}");
+        lag = vw_kh_metric_in(m, "vela_worker_consumer_lag{topic=\"requests\",partition=\"0\"}");
         free(m);
     }
     cr_assert_eq(lag, 0, "consumer lag gauge of requests[0] reaches 0");
@@ -290,11 +283,12 @@ Test(kafka_worker, rejections_keep_the_partition_moving) {
     cr_assert_eq(vw_kh_wait_committed(e.b.bootstrap, "reject", "requests", 2, end, 15000), 0);
     int port = vw_kh_metrics_port(&e.w, 1000), code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
-    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"json_invalid\"}"), 6);
-    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"too_long\"}"), 1);
-    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"model_attributes_type\"}"), 1);
-    cr_assert_eq(metric(m, "vela_worker_rejections_total{type=\"missing\"}"), 1);
-    cr_assert_eq(metric(m, "vela_worker_results_total{status=\"400\"}"), 7);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rejections_total{type=\"json_invalid\"}"), 6);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rejections_total{type=\"too_long\"}"), 1);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rejections_total{type=\"model_attributes_type\"}"),
+                 1);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rejections_total{type=\"missing\"}"), 1);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_results_total{status=\"400\"}"), 7);
     free(m);
     /* No request payload reaches the log, at debug level, refused ones included
      * (docs/worker.md "Security"): ids, offsets and sizes only. */
@@ -339,8 +333,8 @@ Test(kafka_worker, transient_retries_and_dead_letters) {
                  "the dead-lettered record's offset moves on");
     int port = vw_kh_metrics_port(&e.w, 1000), code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
-    cr_assert_eq(metric(m, "vela_worker_retries_total"), 3);
-    cr_assert_eq(metric(m, "vela_worker_dead_letters_total"), 1);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_retries_total"), 3);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_dead_letters_total"), 1);
     cr_assert_eq(vw_kh_count_log(&e.w, "\"attempt\":3"), 1);
     free(m);
     finish(&e);
@@ -369,7 +363,8 @@ Test(kafka_worker, failed_commits_are_retried) {
     cr_assert_eq(waited, 0, "every partition committed in the end");
     int port = vw_kh_metrics_port(&e.w, 1000), code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
-    cr_assert_geq(metric(m, "vela_worker_commit_failures_total"), 1, "the injected failures");
+    cr_assert_geq(vw_kh_metric_in(m, "vela_worker_commit_failures_total"), 1,
+                  "the injected failures");
     free(m);
     finish(&e);
 }
@@ -413,7 +408,7 @@ Test(kafka_worker, slow_record_does_not_stall_the_others) {
     json_decref(res);
     int port = vw_kh_metrics_port(&e.w, 1000), code;
     char *m = vw_kh_http_get(port, "/metrics", &code);
-    double rebalances = metric(m, "vela_worker_rebalances_total");
+    double rebalances = vw_kh_metric_in(m, "vela_worker_rebalances_total");
     free(m);
     enum { OTHERS = 30, BEHIND = 10 };
     vw_kh_msg msgs[1 + OTHERS + BEHIND];
@@ -439,8 +434,8 @@ Test(kafka_worker, slow_record_does_not_stall_the_others) {
     json_decref(res);
     cr_assert_eq(vw_kh_count_log(&e.w, "\"msg\":\"slow record\""), 1);
     m = vw_kh_http_get(port, "/metrics", &code);
-    cr_assert_eq(metric(m, "vela_worker_slow_records_total"), 1);
-    cr_assert_eq(metric(m, "vela_worker_rebalances_total"), rebalances, "no rebalance");
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_slow_records_total"), 1);
+    cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rebalances_total"), rebalances, "no rebalance");
     free(m);
     finish(&e);
 }

@@ -65,13 +65,7 @@ static void finish(env *e, const char *name, const vw_rel_report *r, size_t max_
 }
 
 static double metric(const env *e, const char *name) {
-    int port = vw_kh_metrics_port(&e->w, 1000), code;
-    char *m = vw_kh_http_get(port, "/metrics", &code), pat[256];
-    snprintf(pat, sizeof pat, "\n%s ", name);
-    const char *s = m ? strstr(m, pat) : NULL;
-    double v = s ? atof(s + strlen(pat)) : -1;
-    free(m);
-    return v;
+    return vw_kh_metric(vw_kh_metrics_port(&e->w, 1000), name);
 }
 
 static void control(env *e, const char *line) {

@@ -131,17 +131,6 @@ Test(reliability_heavy, one_token_over_the_bound_is_413) {
     cr_assert_eq(rc, 0);
 }
 
-/* The metrics value of a sample line "name value", or -1. */
-static double metric(int port, const char *name) {
-    int code;
-    char *text = vw_kh_http_get(port, "/metrics", &code), pat[128];
-    snprintf(pat, sizeof pat, "\n%s ", name);
-    const char *s = text ? strstr(text, pat) : NULL;
-    double v = s ? atof(s + strlen(pat)) : -1;
-    free(text);
-    return v;
-}
-
 Test(reliability_heavy, sigterm_keeps_the_grace_period_with_the_largest_request_running) {
     env e;
     setup_env(&e, "heavy", 0);
@@ -157,9 +146,9 @@ Test(reliability_heavy, sigterm_keeps_the_grace_period_with_the_largest_request_
     cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", &heavy, 1, NULL, NULL), 0);
     /* Its batch is with the executor once a second batch was dispatched. */
     int64_t until = vw_kh_now_ms() + 60000;
-    while (metric(port, "vela_worker_batches_total") < 2 && vw_kh_now_ms() < until)
+    while (vw_kh_metric(port, "vela_worker_batches_total") < 2 && vw_kh_now_ms() < until)
         vw_kh_sleep_ms(50);
-    cr_assert_geq(metric(port, "vela_worker_batches_total"), 2);
+    cr_assert_geq(vw_kh_metric(port, "vela_worker_batches_total"), 2);
     vw_kh_sleep_ms(300);
     int64_t t0 = vw_kh_now_ms();
     int rc = vw_kh_stop(&w, SIGTERM, 120000);

@@ -625,3 +625,18 @@ int vw_kh_metrics_port(const vw_kh_proc *p, int timeout_ms) {
     free(log);
     return port;
 }
+
+double vw_kh_metric_in(const char *text, const char *name) {
+    char pat[256];
+    snprintf(pat, sizeof pat, "\n%s ", name);
+    const char *s = text ? strstr(text, pat) : NULL;
+    return s ? atof(s + strlen(pat)) : -1;
+}
+
+double vw_kh_metric(int port, const char *name) {
+    int code;
+    char *text = vw_kh_http_get(port, "/metrics", &code);
+    double v = vw_kh_metric_in(text, name);
+    free(text);
+    return v;
+}

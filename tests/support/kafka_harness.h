@@ -107,6 +107,10 @@ int vw_kh_wait_committed(const char *bootstrap, const char *group, const char *t
 char *vw_kh_http_get(int port, const char *path, int *code);
 /* The metrics port a worker logged ("metrics listening port=N"), or -1. */
 int vw_kh_metrics_port(const vw_kh_proc *p, int timeout_ms);
+/* The value of the sample line "name value" in Prometheus text, or -1. */
+double vw_kh_metric_in(const char *text, const char *name);
+/* The same, read from the worker's /metrics on port; -1 when absent. */
+double vw_kh_metric(int port, const char *name);
 
 int64_t vw_kh_now_ms(void);
 void vw_kh_sleep_ms(int ms);
