@@ -94,6 +94,7 @@ size_t layout_arena(cu_model *m, char *base) {
     m->big = cv.f32(R * m->big_w), m->mix = cv.f32(R * m->mix_w), m->core = cv.f32(R * m->core_w);
     m->gb = cv.f32(2 * R * m->d.Hv);
     m->pstate = cv.f32(m->opts.max_trees * m->d.Hv * m->d.dk * m->d.dv);
+    m->gdn_ws = cv.f32(vw_cu_gdn_ws_floats(R, m->d.Hv, m->d.dk, m->d.dv));
     m->cos_t = cv.f32(R * (m->d.rot / 2)), m->sin_t = cv.f32(R * (m->d.rot / 2));
     m->gemm.xbf_cap = vw_cuda_bf16_weights(m->opts.precision) ? R * m->xbf_w : 0;
     m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
@@ -103,6 +104,7 @@ size_t layout_arena(cu_model *m, char *base) {
     m->dmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
     m->dmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
     m->dmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    m->dmeta.chunks = (int32_t *)cv.take(2 * R * sizeof(int32_t));
     return cv.off;
 }
 
@@ -115,6 +117,7 @@ size_t layout_hmeta(cu_model *m, char *base) {
     m->hmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
     m->hmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
     m->hmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    m->hmeta.chunks = (int32_t *)cv.take(2 * R * sizeof(int32_t));
     return cv.off;
 }
 

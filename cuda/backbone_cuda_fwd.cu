@@ -70,6 +70,7 @@ void plan_fill(const cu_model *m, const vw_tree *trees, cu_plan *p) {
         }
     }
     p->n_items = vw_cu_attn_items(m->hmeta.segs, p->n_segs, m->hmeta.items);
+    p->n_chunks = vw_cu_gdn_chunks(m->hmeta.segs, p->n_segs, m->hmeta.chunks);
 }
 
 vw_status plan_upload(const cu_model *m, const cu_plan *p, vw_err *err) {
@@ -82,7 +83,8 @@ vw_status plan_upload(const cu_model *m, const cu_plan *p, vw_err *err) {
               {d->row_seg, h->row_seg, p->rows * 4},
               {d->out_rows, h->out_rows, p->n_out * 4},
               {d->segs, h->segs, p->n_segs * sizeof(vw_cuda_seg)},
-              {d->items, h->items, p->n_items * 2 * 4}};
+              {d->items, h->items, p->n_items * 2 * 4},
+              {d->chunks, h->chunks, p->n_chunks * 2 * 4}};
     vw_status st = VW_OK;
     for (size_t i = 0; i < sizeof cp / sizeof cp[0] && st == VW_OK; i++)
         if (cp[i].bytes)
@@ -111,15 +113,17 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     /* 5-6. g, beta from the b | a columns */
     if (st == VW_OK)
         st = vw_cu_gates(m->big + cd + vd, W, w->A, w->dt_bias, R, m->d.Hv, g, beta, s, err);
-    /* 8. delta rule: prefixes from zero (keeping their final state), then blocks
-     * from their prefix's state -> core [R, vd] */
-    vw_cu_gdn a = {m->mix,  m->mix + kd, m->mix + 2 * kd, cd,         cd,       cd,
-                   g,       beta,        m->core,         vd,         m->d.Hkl, m->d.Hv,
-                   m->d.dk, m->d.dv,     m->dmeta.segs,   p->n_trees, nullptr,  m->pstate};
-    if (st == VW_OK)
-        st = vw_cu_gdn_run(&a, s, err);
-    a.segs = m->dmeta.segs + p->n_trees, a.n_segs = p->n_segs - p->n_trees;
-    a.init = m->pstate, a.final = nullptr;
+    /* 8. delta rule over every chunk at once; the state passes: prefixes from
+     * zero (keeping their final state), then blocks from their prefix's state
+     * -> core [R, vd] */
+    vw_cu_gdn a = {};
+    a.q = m->mix, a.k = m->mix + kd, a.v = m->mix + 2 * kd, a.ldq = a.ldk = a.ldv = cd;
+    a.g = g, a.beta = beta, a.out = m->core, a.ldo = vd;
+    a.Hk = m->d.Hkl, a.Hv = m->d.Hv, a.dk = m->d.dk, a.dv = m->d.dv;
+    a.rows = R, a.chunks = m->dmeta.chunks, a.n_chunks = p->n_chunks, a.ws = m->gdn_ws;
+    a.pass[0] = vw_cu_gdn_pass{m->dmeta.segs, p->n_trees, nullptr, m->pstate};
+    a.pass[1] =
+        vw_cu_gdn_pass{m->dmeta.segs + p->n_trees, p->n_segs - p->n_trees, m->pstate, nullptr};
     if (st == VW_OK)
         st = vw_cu_gdn_run(&a, s, err);
     /* 9. gated RMSNorm with silu(z) */

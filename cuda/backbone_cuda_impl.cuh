@@ -40,16 +40,16 @@ typedef struct cu_layer_w {
 
 /* Per-call metadata, int32, laid out by capacity R (host: pinned; device:
  * arena): ids [R], row_seg [R], out_rows [R], segs [R] x vw_cuda_seg, items
- * [2R] (attention tiles). */
+ * [2R] (attention tiles), chunks [2R] (delta-rule chunks). */
 typedef struct cu_meta {
-    int32_t *ids, *row_seg, *out_rows, *items;
+    int32_t *ids, *row_seg, *out_rows, *items, *chunks;
     vw_cuda_seg *segs;
 } cu_meta;
 
 /* One forward call's packed batch. Segments: prefixes [0, n_trees) (tree t's
  * prefix is segment t, DeltaNet state slot t), then blocks in tree order. */
 typedef struct cu_plan {
-    size_t rows, n_trees, n_segs, n_out, n_items;
+    size_t rows, n_trees, n_segs, n_out, n_items, n_chunks;
 } cu_plan;
 
 typedef struct cu_model {
@@ -75,6 +75,7 @@ typedef struct cu_model {
     float *core;          /* [R, core_w] token-mixer output */
     float *gb;            /* [2, R, Hv] g then beta */
     float *pstate;        /* [NT, Hv, dk, dv] prefixes' final DeltaNet states (one layer) */
+    float *gdn_ws;        /* delta-rule scratch, vw_cu_gdn_ws_floats(R, Hv, dk, dv) */
     float *cos_t, *sin_t; /* [R, rot/2] RoPE tables for positions 0 .. R-1 */
     void *blas_ws;
     size_t blas_ws_bytes;

@@ -124,6 +124,16 @@ size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items);
 
 /* ---- delta_rule.cu ------------------------------------------------------- */
 
+/* One state pass: the sequences segs[0, n_segs) walk their chunks in order,
+ * starting from init (by seg.state; NULL or state < 0: zeros) and leaving
+ * their final state in final (by seg.state; NULL: not kept). */
+typedef struct vw_cu_gdn_pass {
+    const vw_cuda_seg *segs;
+    size_t n_segs;
+    const float *init; /* [slots, Hv, dk, dv] */
+    float *final;      /* [slots, Hv, dk, dv] */
+} vw_cu_gdn_pass;
+
 typedef struct vw_cu_gdn {
     const float *q, *k, *v; /* q̂ (scaled), k̂ normalised; head layout as vw_gdn_io */
     size_t ldq, ldk, ldv;
@@ -131,13 +141,28 @@ typedef struct vw_cu_gdn {
     float *out;            /* head h at out + r*ldo + h*dv */
     size_t ldo;
     size_t Hk, Hv, dk, dv;
-    const vw_cuda_seg *segs; /* the sequences to run */
-    size_t n_segs;
-    const float *init; /* [slots, Hv, dk, dv] by seg.state, or NULL: zero start */
-    float *final;      /* [slots, Hv, dk, dv] by seg.state, or NULL: not kept */
+    size_t rows;           /* rows of the packed batch (the scratch is laid out for them) */
+    const int32_t *chunks; /* n_chunks (first row, rows) pairs: every chunk of every
+                              sequence of both passes (vw_cu_gdn_chunks) */
+    size_t n_chunks;
+    float *ws;              /* scratch, vw_cu_gdn_ws_floats(rows, Hv, dk, dv) floats:
+                               c [Hv][rows], W' [Hv][rows][dk], U' then V_new [Hv][rows][dv] */
+    vw_cu_gdn_pass pass[2]; /* state passes, in this order: a pass may start from the
+                               final states the previous one wrote (prefixes, then blocks) */
 } vw_cu_gdn;
 
+/* The chunked delta rule: gdn_prep_k over all chunks, gdn_state_k per pass,
+ * gdn_out_k over all chunks (delta_rule.cu). Every output row of the chunks
+ * is written. */
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+/* The first kernel only: fills the scratch's c, W' and U' (tests). */
+vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+/* Scratch floats for `rows` rows: rows * Hv * (1 + dk + dv). */
+size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv);
+/* The chunks (VW_GDN_CHUNK rows from each sequence's start) of segs[0..n_segs)
+ * as (first row, rows) pairs. Returns the count (<= total rows); chunks has
+ * room for 2*rows ints. */
+size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks);
 /* VW_OK when the device can run the delta rule / attention kernels at these
  * sizes (shared memory, head widths); else VW_EUNSUPPORTED naming the limit. */
 vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err);

@@ -16,8 +16,10 @@ struct dev_bufs {
         for (int i = 0; i < n; i++)
             cudaFree(p[i]);
     }
-    // Allocates `bytes` and fills them from src (or zeros when src is NULL).
-    template <typename T> vw_status put(T **out, const void *src, size_t bytes, vw_err *err) {
+    // Allocates `bytes` and fills them from src (or zeros when src is NULL and
+    // clear is set).
+    template <typename T>
+    vw_status put(T **out, const void *src, size_t bytes, vw_err *err, bool clear = true) {
         *out = nullptr;
         if (n == 16)
             return VW_FAIL(err, VW_EINVAL, "internal", "ops_cuda: too many buffers");
@@ -28,7 +30,7 @@ struct dev_bufs {
         p[n++] = d;
         if (src)
             st = VW_CUDA_TRY(err, cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
-        else
+        else if (clear)
             st = VW_CUDA_TRY(err, cudaMemset(d, 0, bytes));
         *out = (T *)d;
         return st;
@@ -318,13 +320,47 @@ static size_t span(size_t T, size_t ld, size_t width) {
     return T ? (T - 1) * ld + width : 0;
 }
 
-extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
-                                    const float *state_in, float *state_out, vw_err *err) {
-    dev_bufs d;
-    vw_cu_gdn a = {};
+// The device side of a delta-rule op: io's buffers, the sequences, their
+// chunks and the scratch, uploaded into d; the caller sets the passes.
+static vw_status gdn_upload(dev_bufs &d, const vw_gdn_io *io, const vw_cuda_seg *segs,
+                            size_t n_segs, vw_cu_gdn *a, vw_err *err) {
     const size_t kw = io->Hk * io->dk, vw = io->Hv * io->dv, T = io->T;
-    const size_t sbytes = n_seq * io->Hv * io->dk * io->dv * 4;
+    for (size_t i = 0; i < n_segs; i++)
+        if (segs[i].start < 0 || segs[i].len < 0 || (size_t)segs[i].start + segs[i].len > T)
+            return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn: sequence %zu outside T %zu",
+                           i, T);
+    int32_t *chunks = (int32_t *)malloc((2 * T + 2) * sizeof *chunks);
+    if (!chunks)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda gdn");
+    *a = vw_cu_gdn{};
+    a->n_chunks = vw_cu_gdn_chunks(segs, n_segs, chunks);
+    a->ldq = io->ldq, a->ldk = io->ldk, a->ldv = io->ldv, a->ldo = io->ldo;
+    a->Hk = io->Hk, a->Hv = io->Hv, a->dk = io->dk, a->dv = io->dv, a->rows = T;
+    vw_status st = d.put(&a->q, io->q, span(T, io->ldq, kw) * 4, err);
+    if (st == VW_OK)
+        st = d.put(&a->k, io->k, span(T, io->ldk, kw) * 4, err);
+    if (st == VW_OK)
+        st = d.put(&a->v, io->v, span(T, io->ldv, vw) * 4, err);
+    if (st == VW_OK)
+        st = d.put(&a->g, io->g, T * io->Hv * 4, err);
+    if (st == VW_OK)
+        st = d.put(&a->beta, io->beta, T * io->Hv * 4, err);
+    if (st == VW_OK) /* keep whatever the caller has between output rows */
+        st = d.put(&a->out, io->out, span(T, io->ldo, vw) * 4, err);
+    if (st == VW_OK)
+        st = d.put(&a->chunks, chunks, a->n_chunks * 2 * 4, err);
+    if (st == VW_OK) /* not cleared: NaN on the emulator, so reading an unwritten value shows */
+        st = d.put(&a->ws, nullptr, vw_cu_gdn_ws_floats(T, io->Hv, io->dk, io->dv) * 4, err, false);
+    free(chunks);
+    return st;
+}
+
+// The sequences of io's rows into *out (the caller frees): seq_len[i] rows
+// each, state slot i.
+static vw_status gdn_segs(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
+                          vw_cuda_seg **out, vw_err *err) {
     vw_cuda_seg *segs = (vw_cuda_seg *)calloc(n_seq ? n_seq : 1, sizeof *segs);
+    *out = segs;
     if (!segs)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda gdn");
     size_t row = 0;
@@ -332,36 +368,87 @@ extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, 
         segs[i] = vw_cuda_seg{(int32_t)row, (int32_t)seq_len[i], 0, 0, 0, (int32_t)i};
         row += seq_len[i];
     }
-    vw_status st = VW_OK;
-    if (row != T)
-        st = VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn: lengths sum to %zu, T = %zu", row,
-                     T);
-    a.ldq = io->ldq, a.ldk = io->ldk, a.ldv = io->ldv, a.ldo = io->ldo;
-    a.Hk = io->Hk, a.Hv = io->Hv, a.dk = io->dk, a.dv = io->dv, a.n_segs = n_seq;
+    if (row != io->T)
+        return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn: lengths sum to %zu, T = %zu",
+                       row, io->T);
+    return VW_OK;
+}
+
+extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
+                                    const float *state_in, float *state_out, vw_err *err) {
+    dev_bufs d;
+    vw_cu_gdn a;
+    const size_t sbytes = n_seq * io->Hv * io->dk * io->dv * 4;
+    vw_cuda_seg *segs = nullptr;
+    vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);
     if (st == VW_OK)
-        st = d.put(&a.q, io->q, span(T, io->ldq, kw) * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.k, io->k, span(T, io->ldk, kw) * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.v, io->v, span(T, io->ldv, vw) * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.g, io->g, T * io->Hv * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.beta, io->beta, T * io->Hv * 4, err);
-    if (st == VW_OK) /* keep whatever the caller has between output rows */
-        st = d.put(&a.out, io->out, span(T, io->ldo, vw) * 4, err);
+        st = gdn_upload(d, io, segs, n_seq, &a, err);
+    vw_cu_gdn_pass &p = a.pass[0];
+    p.n_segs = n_seq;
     if (st == VW_OK && state_in)
-        st = d.put(&a.init, state_in, sbytes, err);
+        st = d.put(&p.init, state_in, sbytes, err);
     if (st == VW_OK && state_out)
-        st = d.put(&a.final, nullptr, sbytes, err);
+        st = d.put(&p.final, nullptr, sbytes, err);
     if (st == VW_OK)
-        st = d.put(&a.segs, segs, n_seq * sizeof *segs, err);
+        st = d.put(&p.segs, segs, n_seq * sizeof *segs, err);
     if (st == VW_OK)
         st = vw_cu_gdn_run(&a, 0, err);
     if (st == VW_OK)
-        st = get(io->out, a.out, span(T, io->ldo, vw) * 4, err);
+        st = get(io->out, a.out, span(io->T, io->ldo, io->Hv * io->dv) * 4, err);
     if (st == VW_OK && state_out)
-        st = get(state_out, a.final, sbytes, err);
+        st = get(state_out, p.final, sbytes, err);
+    free(segs);
+    return st;
+}
+
+extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg *segs,
+                                         size_t n_segs, size_t n_pre, size_t n_slots, float *slots,
+                                         vw_err *err) {
+    dev_bufs d;
+    vw_cu_gdn a;
+    const size_t sbytes = n_slots * io->Hv * io->dk * io->dv * 4;
+    for (size_t i = 0; i < n_segs; i++)
+        if (segs[i].state >= (int32_t)n_slots)
+            return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn_tree: slot %d of %zu",
+                           segs[i].state, n_slots);
+    if (n_pre > n_segs)
+        return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn_tree: %zu of %zu prefixes", n_pre,
+                       n_segs);
+    vw_status st = gdn_upload(d, io, segs, n_segs, &a, err);
+    vw_cuda_seg *dsegs = nullptr;
+    float *dslots = nullptr;
+    if (st == VW_OK)
+        st = d.put(&dsegs, segs, n_segs * sizeof *segs, err);
+    if (st == VW_OK)
+        st = d.put(&dslots, nullptr, sbytes, err);
+    a.pass[0] = vw_cu_gdn_pass{dsegs, n_pre, nullptr, dslots};
+    a.pass[1] = vw_cu_gdn_pass{dsegs + n_pre, n_segs - n_pre, dslots, nullptr};
+    if (st == VW_OK)
+        st = vw_cu_gdn_run(&a, 0, err);
+    if (st == VW_OK)
+        st = get(io->out, a.out, span(io->T, io->ldo, io->Hv * io->dv) * 4, err);
+    if (st == VW_OK && slots)
+        st = get(slots, dslots, sbytes, err);
+    return st;
+}
+
+extern "C" vw_status vw_cuda_op_gdn_prep(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
+                                         float *c, float *w, float *u, vw_err *err) {
+    dev_bufs d;
+    vw_cu_gdn a;
+    const size_t T = io->T, Hv = io->Hv;
+    vw_cuda_seg *segs = nullptr;
+    vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);
+    if (st == VW_OK)
+        st = gdn_upload(d, io, segs, n_seq, &a, err);
+    if (st == VW_OK)
+        st = vw_cu_gdn_prep(&a, 0, err);
+    if (st == VW_OK)
+        st = get(c, a.ws, T * Hv * 4, err);
+    if (st == VW_OK)
+        st = get(w, a.ws + T * Hv, T * Hv * io->dk * 4, err);
+    if (st == VW_OK)
+        st = get(u, a.ws + T * Hv * (1 + io->dk), T * Hv * io->dv * 4, err);
     free(segs);
     return st;
 }

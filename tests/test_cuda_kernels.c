@@ -569,6 +569,14 @@ static gdn_case gdn_make(rng *r, size_t T, size_t Hk, size_t Hv, size_t dk, size
     return c;
 }
 
+/* Log-decays in [-0.03, 0): e^c stays above ~0.15 over a 64-row chunk, so far
+ * rows, the far blocks of (I + L)^-1 and states from earlier chunks weigh in
+ * (gdn_make's g in [-1.5, 0) forgets them within ~20 rows). */
+static void gdn_weak_decay(gdn_case *c) {
+    for (size_t i = 0; i < c->T * c->Hv; i++)
+        c->g[i] *= 0.02f;
+}
+
 static vw_gdn_io gdn_io(const gdn_case *c, size_t t0, size_t T, float *out) {
     return (vw_gdn_io){T,
                        c->Hk,
@@ -643,21 +651,35 @@ Test(cuda_kernels, delta_rule_shapes) {
     gdn_free(&d);
 }
 
-/* Three sequences in one launch, each with its own initial state, equal each
- * sequence run alone bit for bit (outputs and final states). */
+/* CPU chunked reference of one sequence, rows [t0, t0 + len) of c: its output
+ * rows into out ([T, Hv, dv]), state S ([Hv, dk, dv]) read and overwritten. */
+static void ref_seq(const gdn_case *c, size_t t0, size_t len, float *S, float *out) {
+    float *ws = malloc(vw_gdn_workspace_floats(c->dk, c->dv) * 4);
+    cr_assert(ws);
+    vw_gdn_io io = gdn_io(c, t0, len, out + t0 * c->Hv * c->dv);
+    vw_gdn_chunked(&io, 0, c->Hv, S, ws);
+    free(ws);
+}
+
+/* Five sequences in one launch (lengths across the chunk edge, 1-token ones),
+ * each with its own initial state: outputs and final states against the CPU
+ * chunked form, and each sequence run alone equals its rows in the batch bit
+ * for bit. */
 Test(cuda_kernels, delta_rule_packed) {
     need_gpu();
     rng r = {300};
-    const size_t lens[3] = {65, 1, 130}, T = 196, Hv = 4, dk = 32, dv = 32;
+    const size_t lens[5] = {65, 1, 130, 64, 1}, T = 261, Hv = 4, dk = 32, dv = 32;
     const size_t ns = Hv * dk * dv;
     gdn_case c = gdn_make(&r, T, 2, Hv, dk, dv);
-    float *S0 = rnd(&r, 3 * ns, -0.5f, 0.5f), *S = malloc(3 * ns * 4), *S1 = malloc(ns * 4);
+    float *S0 = rnd(&r, 5 * ns, -0.5f, 0.5f), *S = malloc(5 * ns * 4), *S1 = malloc(ns * 4);
     float *o = malloc(T * Hv * dv * 4), *o1 = malloc(T * Hv * dv * 4);
+    float *ref = malloc(T * Hv * dv * 4), *Sref = dup(S0, 5 * ns);
     vw_err err = {0};
     vw_gdn_io io = gdn_io(&c, 0, T, o);
-    expect_ok(vw_cuda_op_gdn(&io, lens, 3, S0, S, &err), &err);
+    expect_ok(vw_cuda_op_gdn(&io, lens, 5, S0, S, &err), &err);
     size_t t0 = 0;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 5; i++) {
+        ref_seq(&c, t0, lens[i], Sref + i * ns, ref);
         vw_gdn_io one = gdn_io(&c, t0, lens[i], o1 + t0 * Hv * dv);
         expect_ok(vw_cuda_op_gdn(&one, &lens[i], 1, S0 + i * ns, S1, &err), &err);
         cr_expect(!memcmp(o1 + t0 * Hv * dv, o + t0 * Hv * dv, lens[i] * Hv * dv * 4),
@@ -665,8 +687,184 @@ Test(cuda_kernels, delta_rule_packed) {
         cr_expect(!memcmp(S1, S + i * ns, ns * 4), "sequence %zu: packed state differs", i);
         t0 += lens[i];
     }
-    free(S0), free(S), free(S1), free(o), free(o1);
+    expect_close("gdn packed (5 seqs) vs chunked", o, ref, T * Hv * dv, 2e-5, 2e-4);
+    expect_close("gdn packed final states", S, Sref, 5 * ns, 2e-5, 2e-4);
+    free(S0), free(S), free(S1), free(o), free(o1), free(ref), free(Sref);
     gdn_free(&c);
+}
+
+/* The executor's hand-off: two trees packed as prefixes (130 and 1 rows) then
+ * blocks (1, 65, 40 after the first; 64, 3 after the second); prefixes run
+ * from zero, each block from its prefix's final state. Outputs of every row
+ * and the prefixes' states against the CPU chunked form run tree by tree. */
+static void gdn_tree_case(size_t Hk, size_t Hv, size_t dk, size_t dv, int weak, uint64_t seed) {
+    enum { NS = 7 };
+    const int32_t len[NS] = {130, 1, 1, 65, 40, 64, 3}, tree[NS] = {0, 1, 0, 0, 0, 1, 1};
+    vw_cuda_seg segs[NS];
+    size_t T = 0;
+    for (int i = 0; i < NS; i++) {
+        const vw_cuda_seg *pre = i < 2 ? NULL : &segs[tree[i]];
+        segs[i] =
+            (vw_cuda_seg){(int32_t)T,         len[i], pre ? pre->len : 0, pre ? pre->start : 0,
+                          pre ? pre->len : 0, tree[i]};
+        T += (size_t)len[i];
+    }
+    rng r = {seed};
+    gdn_case c = gdn_make(&r, T, Hk, Hv, dk, dv);
+    if (weak)
+        gdn_weak_decay(&c);
+    const size_t ns = Hv * dk * dv, no = T * Hv * dv;
+    float *o = malloc(no * 4), *ref = malloc(no * 4), *slots = malloc(2 * ns * 4);
+    float *Sref = calloc(2 * ns, 4), *Sb = malloc(ns * 4);
+    for (int i = 0; i < NS; i++) {
+        float *S = Sref + tree[i] * ns;
+        if (i < 2) {
+            ref_seq(&c, (size_t)segs[i].start, (size_t)len[i], S, ref);
+        } else { /* a block continues a copy of its prefix's state */
+            memcpy(Sb, S, ns * 4);
+            ref_seq(&c, (size_t)segs[i].start, (size_t)len[i], Sb, ref);
+        }
+    }
+    vw_err err = {0};
+    vw_gdn_io io = gdn_io(&c, 0, T, o);
+    expect_ok(vw_cuda_op_gdn_tree(&io, segs, NS, 2, 2, slots, &err), &err);
+    char name[96];
+    snprintf(name, sizeof name, "gdn tree dk=%zu dv=%zu Hv=%zu%s out", dk, dv, Hv,
+             weak ? " weak" : "");
+    expect_close(name, o, ref, no, 2e-5, 2e-4);
+    snprintf(name, sizeof name, "gdn tree dk=%zu dv=%zu%s prefix states", dk, dv,
+             weak ? " weak" : "");
+    expect_close(name, slots, Sref, 2 * ns, 2e-5, 2e-4);
+    free(o), free(ref), free(slots), free(Sref), free(Sb);
+    gdn_free(&c);
+}
+
+Test(cuda_kernels, delta_rule_prefix_blocks) {
+    need_gpu();
+    gdn_tree_case(2, 4, 32, 32, 0, 400);   /* the tiny bundle's shape */
+    gdn_tree_case(2, 4, 32, 32, 1, 403);   /* same, long memory */
+    gdn_tree_case(1, 2, 40, 72, 0, 401);   /* odd widths: partial tiles and column slices */
+    gdn_tree_case(1, 2, 40, 72, 1, 404);   /* same, long memory */
+    gdn_tree_case(1, 2, 128, 128, 1, 402); /* the 0.8B head shape, long memory */
+}
+
+/* Float64 reference of the first kernel for one chunk (rows t0 .. t0+n) of
+ * value head h: c = cumsum(g), L = strict_lower(beta K K^T Γ), A = (I + L)^-1
+ * by forward substitution, U = A beta V, W = A beta e^c K. A [64*64], U [n*dv],
+ * W [n*dk]. */
+static void ref_prep_chunk(const gdn_case *c, size_t h, size_t t0, size_t n, double *cc, double *A,
+                           double *U, double *W) {
+    const size_t Hk = c->Hk, Hv = c->Hv, dk = c->dk, dv = c->dv, kh = h / (Hv / Hk);
+    double acc = 0.0, *L = calloc(64 * 64, sizeof *L);
+    cr_assert(L);
+    for (size_t i = 0; i < n; i++)
+        cc[i] = acc += c->g[(t0 + i) * Hv + h];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++) {
+            double kk = 0.0;
+            for (size_t d = 0; d < dk; d++)
+                kk += (double)c->k[((t0 + i) * Hk + kh) * dk + d] *
+                      c->k[((t0 + j) * Hk + kh) * dk + d];
+            L[i * 64 + j] = c->beta[(t0 + i) * Hv + h] * kk * exp(cc[i] - cc[j]);
+        }
+    for (size_t j = 0; j < n; j++) /* column j of A solves (I + L) x = e_j */
+        for (size_t i = 0; i < n; i++) {
+            double x = i == j ? 1.0 : 0.0;
+            for (size_t m = j; m < i; m++)
+                x -= L[i * 64 + m] * A[m * 64 + j];
+            A[i * 64 + j] = i < j ? 0.0 : x;
+        }
+    for (size_t i = 0; i < n; i++) {
+        for (size_t e = 0; e < dv; e++) {
+            double u = 0.0;
+            for (size_t m = 0; m <= i; m++)
+                u +=
+                    A[i * 64 + m] * c->beta[(t0 + m) * Hv + h] * c->v[((t0 + m) * Hv + h) * dv + e];
+            U[i * dv + e] = u;
+        }
+        for (size_t d = 0; d < dk; d++) {
+            double w = 0.0;
+            for (size_t m = 0; m <= i; m++)
+                w += A[i * 64 + m] * c->beta[(t0 + m) * Hv + h] * exp(cc[m]) *
+                     c->k[((t0 + m) * Hk + kh) * dk + d];
+            W[i * dk + d] = w;
+        }
+    }
+    free(L);
+}
+
+/* The first kernel's scratch (cumsum, W', U') for sequences of lens[] against
+ * ref_prep_chunk, chunk by chunk. With inverse_probe, V is set so that
+ * beta V = I within each chunk (dv must be 64): U' is then (I + L)^-1 itself,
+ * checked against the float64 forward substitution. */
+static void gdn_prep_case(size_t Hk, size_t Hv, size_t dk, size_t dv, const size_t *lens,
+                          size_t n_seq, int inverse_probe, int weak, uint64_t seed) {
+    size_t T = 0;
+    for (size_t i = 0; i < n_seq; i++)
+        T += lens[i];
+    rng r = {seed};
+    gdn_case c = gdn_make(&r, T, Hk, Hv, dk, dv);
+    if (weak)
+        gdn_weak_decay(&c);
+    if (inverse_probe) {
+        cr_assert_eq(dv, 64);
+        for (size_t s = 0, t0 = 0; s < n_seq; t0 += lens[s++])
+            for (size_t t = 0; t < lens[s]; t++)
+                for (size_t h = 0; h < Hv; h++)
+                    for (size_t e = 0; e < dv; e++)
+                        c.v[((t0 + t) * Hv + h) * dv + e] =
+                            e == t % 64 ? 1.0f / c.beta[(t0 + t) * Hv + h] : 0.0f;
+    }
+    float *gc = malloc(Hv * T * 4), *gw = malloc(Hv * T * dk * 4), *gu = malloc(Hv * T * dv * 4);
+    float *rc = malloc(Hv * T * 4), *rw = malloc(Hv * T * dk * 4), *ru = malloc(Hv * T * dv * 4);
+    double *cc = malloc(64 * sizeof *cc), *A = malloc(64 * 64 * sizeof *A);
+    double *U = malloc(64 * dv * sizeof *U), *W = malloc(64 * dk * sizeof *W);
+    for (size_t s = 0, t0 = 0; s < n_seq; t0 += lens[s++])
+        for (size_t c0 = 0; c0 < lens[s]; c0 += 64) {
+            const size_t n = lens[s] - c0 < 64 ? lens[s] - c0 : 64, row = t0 + c0;
+            for (size_t h = 0; h < Hv; h++) {
+                ref_prep_chunk(&c, h, row, n, cc, A, U, W);
+                for (size_t i = 0; i < n; i++) {
+                    rc[h * T + row + i] = (float)cc[i];
+                    for (size_t d = 0; d < dk; d++)
+                        rw[(h * T + row + i) * dk + d] = (float)W[i * dk + d];
+                    for (size_t e = 0; e < dv; e++) /* the probe's U' is A's row i */
+                        ru[(h * T + row + i) * dv + e] =
+                            (float)(inverse_probe ? A[i * 64 + e] : U[i * dv + e]);
+                }
+            }
+        }
+    vw_err err = {0};
+    vw_gdn_io io = gdn_io(&c, 0, T, NULL);
+    float *o = malloc(T * Hv * dv * 4);
+    io.out = o;
+    expect_ok(vw_cuda_op_gdn_prep(&io, lens, n_seq, gc, gw, gu, &err), &err);
+    char name[96];
+    if (inverse_probe) {
+        snprintf(name, sizeof name, "gdn prep (I+L)^-1 dk=%zu%s", dk, weak ? " weak" : "");
+        expect_close(name, gu, ru, Hv * T * dv, 2e-5, 2e-4);
+    } else {
+        const char *wk = weak ? " weak" : "";
+        snprintf(name, sizeof name, "gdn prep cumsum dk=%zu dv=%zu%s", dk, dv, wk);
+        expect_close(name, gc, rc, Hv * T, 2e-5, 2e-4);
+        snprintf(name, sizeof name, "gdn prep W' dk=%zu dv=%zu%s", dk, dv, wk);
+        expect_close(name, gw, rw, Hv * T * dk, 2e-5, 2e-4);
+        snprintf(name, sizeof name, "gdn prep U' dk=%zu dv=%zu%s", dk, dv, wk);
+        expect_close(name, gu, ru, Hv * T * dv, 2e-5, 2e-4);
+    }
+    free(gc), free(gw), free(gu), free(rc), free(rw), free(ru), free(cc), free(A), free(U), free(W);
+    free(o);
+    gdn_free(&c);
+}
+
+Test(cuda_kernels, delta_rule_prep_intermediates) {
+    need_gpu();
+    const size_t a[4] = {1, 63, 64, 130}, b[2] = {65, 7}, d[1] = {70}, e[2] = {64, 30};
+    gdn_prep_case(2, 4, 32, 32, a, 4, 0, 0, 500);
+    gdn_prep_case(2, 4, 32, 32, a, 4, 0, 1, 504);
+    gdn_prep_case(1, 2, 40, 72, b, 2, 0, 1, 501);
+    gdn_prep_case(1, 1, 128, 128, d, 1, 0, 1, 502);
+    gdn_prep_case(1, 2, 32, 64, e, 2, 1, 1, 503); /* beta V = I: U' = (I + L)^-1 */
 }
 
 #else
