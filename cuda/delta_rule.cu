@@ -302,11 +302,11 @@ __global__ void __launch_bounds__(STATE_THREADS) gdn_state_k(vw_cu_gdn a, vw_cu_
         const size_t d = idx / VS, jc = idx % VS;
         m.S[idx] = (S0 && (int)jc < cols) ? S0[d * dv + j0 + jc] : 0.0f;
     }
+    __syncthreads(); // every block reaches a barrier, even for an empty sequence (emulator)
     for (int t0 = 0; t0 < sg.len; t0 += CH) {
         const int n = min_i(CH, sg.len - t0);
         const size_t r0 = (size_t)sg.start + t0;
         const float *cr = w.c + h * a.rows + r0;
-        __syncthreads(); // S loaded, or the previous chunk done with every buffer
         if (tid < CH) {
             const float cl = cr[n - 1], ci = tid < n ? cr[tid] : cl;
             m.ec[tid] = tid < n ? expf(ci) : 0.0f;
@@ -374,9 +374,9 @@ __global__ void __launch_bounds__(STATE_THREADS) gdn_state_k(vw_cu_gdn a, vw_cu_
                     Sr[s] = fmaf(el, Sr[s], acc[s]);
             }
         }
+        __syncthreads(); // S updated; ec, Vn and the tiles free for the next chunk
     }
     if (p.final && sg.state >= 0) {
-        __syncthreads();
         float *Sf = p.final + ((size_t)sg.state * a.Hv + h) * dk * dv;
         for (size_t idx = tid; idx < dk * VS; idx += blockDim.x) {
             const size_t d = idx / VS, jc = idx % VS;

@@ -377,7 +377,7 @@ static vw_status gdn_segs(const vw_gdn_io *io, const size_t *seq_len, size_t n_s
 extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
                                     const float *state_in, float *state_out, vw_err *err) {
     dev_bufs d;
-    vw_cu_gdn a;
+    vw_cu_gdn a = {};
     const size_t sbytes = n_seq * io->Hv * io->dk * io->dv * 4;
     vw_cuda_seg *segs = nullptr;
     vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);
@@ -405,7 +405,7 @@ extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg 
                                          size_t n_segs, size_t n_pre, size_t n_slots, float *slots,
                                          vw_err *err) {
     dev_bufs d;
-    vw_cu_gdn a;
+    vw_cu_gdn a = {};
     const size_t sbytes = n_slots * io->Hv * io->dk * io->dv * 4;
     for (size_t i = 0; i < n_segs; i++)
         if (segs[i].state >= (int32_t)n_slots)
@@ -435,7 +435,7 @@ extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg 
 extern "C" vw_status vw_cuda_op_gdn_prep(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
                                          float *c, float *w, float *u, vw_err *err) {
     dev_bufs d;
-    vw_cu_gdn a;
+    vw_cu_gdn a = {};
     const size_t T = io->T, Hv = io->Hv;
     vw_cuda_seg *segs = nullptr;
     vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);

@@ -689,6 +689,16 @@ Test(cuda_kernels, delta_rule_packed) {
     }
     expect_close("gdn packed (5 seqs) vs chunked", o, ref, T * Hv * dv, 2e-5, 2e-4);
     expect_close("gdn packed final states", S, Sref, 5 * ns, 2e-5, 2e-4);
+    /* an empty sequence keeps its initial state and leaves the next one as it was */
+    const size_t lz[2] = {0, 65};
+    float *Sin = malloc(2 * ns * 4), *Sz = malloc(2 * ns * 4);
+    memcpy(Sin, S0 + ns, ns * 4), memcpy(Sin + ns, S0, ns * 4);
+    vw_gdn_io z = gdn_io(&c, 0, 65, o1);
+    expect_ok(vw_cuda_op_gdn(&z, lz, 2, Sin, Sz, &err), &err);
+    cr_expect(!memcmp(Sz, Sin, ns * 4), "empty sequence: final state is not the initial one");
+    cr_expect(!memcmp(Sz + ns, S, ns * 4) && !memcmp(o1, o, 65 * Hv * dv * 4),
+              "the sequence after an empty one differs");
+    free(Sin), free(Sz);
     free(S0), free(S), free(S1), free(o), free(o1), free(ref), free(Sref);
     gdn_free(&c);
 }
