@@ -5,6 +5,7 @@
  *   bench_gpu --bundle DIR [options]          any verified bundle
  * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
  *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
+ *          --wait block|spin|both
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
  * none): core/model/random_bundle.h's "0.8b" shape (the backbone of
@@ -22,7 +23,11 @@
  * VW_ETRANSIENT. Output: one JSON object per line on stdout:
  *   device / load, cpu_ref (small case: CPU vs GPU time, ratio, and the GPU's
  *   drift from the CPU rows in BF16 and FP32 on this shape), latency (batch 1:
- *   p50/p99 over --latency-reps), batch (per B: tokens/s, requests/s, model
+ *   p50/p99 over --latency-reps, and the calling thread's CPU time per forward,
+ *   per wait mode: "block" sleeps in a blocking-sync event, "spin" polls; both
+ *   with --wait both), kernels (one batch-1 forward timed by CUDA events per
+ *   kernel class: delta rule, attention, GEMMs, the rest; vw_backbone_cuda_profile),
+ *   batch (per B: tokens/s, requests/s, model
  *   TFLOP/s = projection GEMMs 2·N·K per token + attention 4·hd per query-key
  *   pair and head; DeltaNet and elementwise work are not counted), saturation.
  * Exit: 0 measured, 77 no CUDA device or no CUDA build (nothing measured), 1 error.
@@ -179,9 +184,16 @@ typedef struct bench {
     vw_executor *gpu;
     size_t max_tokens, max_trees;
     int reps, lat_reps;
+    int wait; /* bit 0: measure blocking waits, bit 1: spinning (latency) */
     double t_start, budget;
     uint64_t seed;
 } bench;
+
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static int over_budget(const bench *B) {
     return now() - B->t_start > B->budget;
@@ -195,8 +207,9 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
 }
 
 static vw_executor *gpu_new(const vw_bundle *b, vw_cuda_precision prec, size_t max_tokens,
-                            size_t max_trees) {
-    vw_cuda_opts o = {.max_tokens = max_tokens, .max_trees = max_trees, .precision = prec};
+                            size_t max_trees, int spin) {
+    vw_cuda_opts o = {
+        .max_tokens = max_tokens, .max_trees = max_trees, .precision = prec, .spin_wait = spin};
     vw_executor *ex = NULL;
     vw_err err = {0};
     if (vw_backbone_cuda_new(b, &o, &ex, &err) != VW_OK)
@@ -217,8 +230,8 @@ static int cpu_ref(const bench *B) {
     const size_t H = B->gpu->hidden, n = 3 * H;
     float *cpu_rows = malloc(n * 4), *gpu_rows = malloc(n * 4), *f32_rows = malloc(n * 4),
           *x2_rows = malloc(n * 4);
-    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4),
-                *x2 = gpu_new(B->b, VW_CUDA_BF16X2, 4096, 4);
+    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4, 0),
+                *x2 = gpu_new(B->b, VW_CUDA_BF16X2, 4096, 4, 0);
     vw_err err = {0};
     double t0 = now();
     if (!cpu_rows || !gpu_rows || !f32_rows || !x2_rows || !f32 || !x2 ||
@@ -253,26 +266,66 @@ static int cpu_ref(const bench *B) {
     return 0;
 }
 
-static int latency(const bench *B, const gtree *g) {
+/* Batch-1 latency of ex and the calling thread's CPU time per forward. */
+static int latency_of(const bench *B, vw_executor *ex, const gtree *g, const char *wait) {
     size_t nr = vw_trees_readout_count(&g->t, 1);
-    float *rows = malloc(nr * B->gpu->hidden * 4);
-    double *lat = malloc((size_t)B->lat_reps * sizeof *lat);
+    float *rows = malloc(nr * ex->hidden * 4);
+    double *lat = malloc(2 * (size_t)B->lat_reps * sizeof *lat), *cpu = lat + B->lat_reps;
     int k = 0;
-    if (!rows || !lat || run_batch(B->gpu, &g->t, 1, B->max_tokens, 1, rows) < 0) /* warm-up */
-        return 1;
+    if (!rows || !lat || run_batch(ex, &g->t, 1, B->max_tokens, 1, rows) < 0) /* warm-up */
+        return free(rows), free(lat), 1;
     for (; k < B->lat_reps && !over_budget(B); k++) {
-        double t0 = now();
-        if (run_batch(B->gpu, &g->t, 1, B->max_tokens, 1, rows) < 0)
-            return 1;
-        lat[k] = now() - t0;
+        double t0 = now(), c0 = thread_cpu();
+        if (run_batch(ex, &g->t, 1, B->max_tokens, 1, rows) < 0)
+            return free(rows), free(lat), 1;
+        lat[k] = now() - t0, cpu[k] = thread_cpu() - c0;
     }
     if (k)
-        printf("{\"event\":\"latency\",\"trees\":1,\"tokens\":%zu,\"reps\":%d,\"p50_ms\":%.3f,"
-               "\"p99_ms\":%.3f}\n",
-               vw_tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99));
+        printf("{\"event\":\"latency\",\"wait\":\"%s\",\"trees\":1,\"tokens\":%zu,\"reps\":%d,"
+               "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"host_cpu_ms_p50\":%.3f}\n",
+               wait, vw_tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99),
+               1e3 * pct(cpu, k, 0.5));
     fflush(stdout);
     free(rows), free(lat);
     return 0;
+}
+
+/* One batch-1 forward split by kernel class (CUDA events). */
+static int kernels(const bench *B, const gtree *g, vw_cuda_precision prec) {
+    size_t nr = vw_trees_readout_count(&g->t, 1);
+    float *rows = malloc(nr * B->gpu->hidden * 4);
+    double ms[VW_CUK_COUNT], total = 0;
+    vw_err err = {0};
+    int rc = !rows || vw_backbone_cuda_profile(B->gpu, 1, &err) ||
+             run_batch(B->gpu, &g->t, 1, B->max_tokens, 1, rows) < 0 ||
+             vw_backbone_cuda_profile_read(B->gpu, ms, &total, &err) ||
+             vw_backbone_cuda_profile(B->gpu, 0, &err);
+    if (rc) {
+        fprintf(stderr, "bench_gpu: kernel split: %s\n", err.msg);
+    } else {
+        printf("{\"event\":\"kernels\",\"precision\":\"%s\",\"tokens\":%zu,\"ms\":{",
+               vw_cuda_precision_name(prec), vw_tree_tokens(&g->t));
+        for (int k = 0; k < VW_CUK_COUNT; k++)
+            printf("%s\"%s\":%.3f", k ? "," : "", vw_cuda_kclass_name((vw_cuda_kclass)k), ms[k]);
+        printf("},\"total_ms\":%.3f}\n", total);
+        fflush(stdout);
+    }
+    free(rows);
+    return rc;
+}
+
+/* Latency per wait mode asked (the executor's own, block, first). */
+static int latency(const bench *B, const gtree *g, vw_cuda_precision prec) {
+    int rc = (B->wait & 1) ? latency_of(B, B->gpu, g, "block") : 0;
+    if (!rc && (B->wait & 2)) {
+        vw_executor *spin = (B->wait & 1) ? NULL : B->gpu;
+        if (!spin && !(spin = gpu_new(B->b, prec, B->max_tokens, 1, 1)))
+            return 1;
+        rc = latency_of(B, spin, g, "spin");
+        if (spin != B->gpu)
+            vw_executor_free(spin);
+    }
+    return rc;
 }
 
 /* One batch size: tokens/s, requests/s and model TFLOP/s at the median of reps. */
@@ -314,7 +367,7 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
         return 77;
     }
     double t0 = now();
-    if (!(B->gpu = gpu_new(B->b, prec, B->max_tokens, B->max_trees)))
+    if (!(B->gpu = gpu_new(B->b, prec, B->max_tokens, B->max_trees, B->wait == 2)))
         return 1;
     vw_cuda_opts o = {.max_tokens = B->max_tokens, .max_trees = B->max_trees, .precision = prec};
     printf("{\"event\":\"device\",\"name\":\"%s\",\"precision\":\"%s\",\"max_tokens\":%zu,"
@@ -335,7 +388,9 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
     if (!rc && with_cpu)
         rc = cpu_ref(B);
     if (!rc)
-        rc = latency(B, &g[0]);
+        rc = latency(B, &g[0], prec);
+    if (!rc)
+        rc = kernels(B, &g[0], prec);
     double best = 0, rs = 0;
     for (const char *p = batches; *p && !rc && !over_budget(B);) {
         size_t v = strtoul(p, (char **)&p, 10);
@@ -359,6 +414,7 @@ int main(int argc, char **argv) {
                .max_trees = 256,
                .reps = 3,
                .lat_reps = 30,
+               .wait = 1,
                .budget = 240,
                .seed = 20260601,
                .t_start = now()};
@@ -385,15 +441,17 @@ int main(int argc, char **argv) {
             B.budget = atof(v);
         else if (!strcmp(k, "--seed"))
             B.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--wait"))
+            B.wait = !strcmp(v, "block") ? 1 : !strcmp(v, "spin") ? 2 : !strcmp(v, "both") ? 3 : 0;
         else
             return fprintf(stderr, "bench_gpu: unknown option %s\n", k), 2;
     }
-    if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 ||
+    if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 || !B.wait ||
         (strcmp(prec, "bf16") && strcmp(prec, "bf16x2") && strcmp(prec, "fp32"))) {
         fprintf(stderr,
                 "usage: bench_gpu --random-bundle DIR | --bundle DIR [--batches 1,8,64,256]"
                 " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|bf16x2|fp32]"
-                " [--cpu-ref 1|0] [--budget-s S] [--seed S]\n");
+                " [--cpu-ref 1|0] [--budget-s S] [--seed S] [--wait block|spin|both]\n");
         return 2;
     }
     if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5 GB */

@@ -246,9 +246,23 @@ vw_status check_shapes(const cu_model *m, vw_err *err) {
     return st;
 }
 
+void prof_free(cu_prof *p) {
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->cap; i++)
+        if (p->ev[i])
+            cudaEventDestroy(p->ev[i]);
+    free(p->ev);
+    free(p->cls);
+    free(p);
+}
+
 void model_free(cu_model *m) {
     if (!m)
         return;
+    prof_free(m->prof);
+    if (m->done)
+        cudaEventDestroy(m->done);
     if (m->blas)
         cublasDestroy(m->blas);
     if (m->stream)
@@ -280,6 +294,12 @@ vw_status setup_device(cu_model *m, vw_err *err) {
     vw_status st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device));
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking));
+    /* The end of a forward: waiting on it sleeps (blocking sync) unless the
+     * options ask to spin. */
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaEventCreateWithFlags(
+                                  &m->done, cudaEventDisableTiming |
+                                                (m->opts.spin_wait ? 0u : cudaEventBlockingSync)));
     if (st == VW_OK)
         st = VW_CUBLAS_TRY(err, cublasCreate(&m->blas));
     if (st == VW_OK)
@@ -352,4 +372,62 @@ done:
         free(ex);
     }
     return st;
+}
+
+const char *vw_cuda_kclass_name(vw_cuda_kclass k) {
+    static const char *const names[VW_CUK_COUNT] = {"delta_rule", "attention", "gemm", "rest"};
+    return (unsigned)k < VW_CUK_COUNT ? names[k] : "?";
+}
+
+vw_status vw_backbone_cuda_profile(vw_executor *ex, int on, vw_err *err) {
+    if (!ex || ex->ops != &cuda_ops)
+        return VW_FAIL(err, VW_EINVAL, "bad_argument", "profile: not a CUDA executor");
+    cu_model *m = (cu_model *)ex->impl;
+    if (on && !m->prof) {
+        /* Marks per forward: a few per layer (classes alternate at most ~12
+         * times in one), plus the embedding, gather and copies. */
+        const size_t cap = 16 * (size_t)m->c.n_layers + 16;
+        cu_prof *p = (cu_prof *)calloc(1, sizeof *p);
+        if (p) {
+            p->ev = (cudaEvent_t *)calloc(cap, sizeof *p->ev);
+            p->cls = (int *)calloc(cap, sizeof *p->cls);
+            p->cap = p->ev && p->cls ? cap : 0;
+        }
+        if (!p || !p->cap) {
+            prof_free(p);
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "profile marks");
+        }
+        vw_status st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device));
+        for (size_t i = 0; i < cap && st == VW_OK; i++)
+            st = VW_CUDA_TRY(err, cudaEventCreate(&p->ev[i]));
+        if (st != VW_OK) {
+            prof_free(p);
+            return st;
+        }
+        m->prof = p;
+    }
+    if (m->prof)
+        m->prof->on = on;
+    return VW_OK;
+}
+
+vw_status vw_backbone_cuda_profile_read(vw_executor *ex, double ms[VW_CUK_COUNT], double *total_ms,
+                                        vw_err *err) {
+    if (!ex || ex->ops != &cuda_ops)
+        return VW_FAIL(err, VW_EINVAL, "bad_argument", "profile: not a CUDA executor");
+    const cu_prof *p = ((const cu_model *)ex->impl)->prof;
+    for (int k = 0; k < VW_CUK_COUNT; k++)
+        ms[k] = 0;
+    *total_ms = 0;
+    if (!p || p->n < 2)
+        return VW_FAIL(err, VW_EINVAL, "bad_argument", "profile: no profiled forward yet");
+    for (size_t i = 0; i + 1 < p->n; i++) {
+        float t = 0;
+        vw_status st = VW_CUDA_TRY(err, cudaEventElapsedTime(&t, p->ev[i], p->ev[i + 1]));
+        if (st != VW_OK)
+            return st;
+        ms[p->cls[i]] += t;
+        *total_ms += t;
+    }
+    return VW_OK;
 }

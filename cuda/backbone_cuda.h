@@ -69,7 +69,32 @@ typedef struct vw_cuda_opts {
     size_t max_trees;            /* trees of one forward call; 0: 256 */
     vw_cuda_precision precision; /* see above */
     int batch_invariant;         /* FP32 only: fixed-order GEMM (see above) */
+    int spin_wait;               /* 0 (default): the calling thread sleeps while the device works
+                                    (an event with cudaEventBlockingSync); 1: it spins (lower
+                                    latency, a core busy for the whole forward) */
 } vw_cuda_opts;
+
+/* Kernel classes of the forward, for vw_backbone_cuda_profile. */
+typedef enum vw_cuda_kclass {
+    VW_CUK_DELTA = 0, /* the chunked delta rule */
+    VW_CUK_ATTENTION, /* tree attention (its Q/K preparation is "rest") */
+    VW_CUK_GEMM,      /* projections and the MLP (cuBLAS or the fixed-order GEMM) */
+    VW_CUK_REST,      /* conv, norms, gates, RoPE, SwiGLU, embedding, gather, copies */
+    VW_CUK_COUNT
+} vw_cuda_kclass;
+
+/* "delta_rule", "attention", "gemm", "rest". */
+const char *vw_cuda_kclass_name(vw_cuda_kclass k);
+
+/* Per-class timing of the forward on (or off, the default): each forward then
+ * records a CUDA event wherever the kernel class changes (a few hundred
+ * per forward, on the executor's stream) and, after it returns,
+ * vw_backbone_cuda_profile_read gives its milliseconds per class (CUDA event
+ * time between consecutive marks, so every kernel and copy of the forward
+ * counts once) and their sum. ex must be a CUDA executor. Errors: VW_ECUDA. */
+vw_status vw_backbone_cuda_profile(vw_executor *ex, int on, vw_err *err);
+vw_status vw_backbone_cuda_profile_read(vw_executor *ex, double ms[VW_CUK_COUNT], double *total_ms,
+                                        vw_err *err);
 
 /* Builds a CUDA executor from an open bundle; free it with vw_executor_free.
  * opts may be NULL (device 0, BF16, default sizes). */

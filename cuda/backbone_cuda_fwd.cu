@@ -101,8 +101,10 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     const cudaStream_t s = m->stream;
     float *g = m->gb, *beta = m->gb + R * m->d.Hv;
     /* 1. qkv | z | b | a = x W^T -> big [R, W] */
+    vw_cu_mark(m, VW_CUK_GEMM);
     vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     /* 2-3. causal conv from each sequence's history + SiLU -> mix [R, cd] */
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_conv_silu(m->big, W, w->conv, cd, m->d.K, m->dmeta.segs, m->dmeta.row_seg, R,
                              m->mix, s, err);
@@ -124,13 +126,16 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     a.pass[0] = vw_cu_gdn_pass{m->dmeta.segs, p->n_trees, nullptr, m->pstate};
     a.pass[1] =
         vw_cu_gdn_pass{m->dmeta.segs + p->n_trees, p->n_segs - p->n_trees, m->pstate, nullptr};
+    vw_cu_mark(m, VW_CUK_DELTA);
     if (st == VW_OK)
         st = vw_cu_gdn_run(&a, s, err);
     /* 9. gated RMSNorm with silu(z) */
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_gated_rmsnorm(m->core, vd, m->big + cd, W, w->norm, m->c.rms_eps, R, m->d.Hv,
                                  m->d.dv, s, err);
     /* 10. delta = y W_out^T */
+    vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
         st = vw_cu_linear(&m->gemm, m->core, vd, w->out, m->delta, m->d.H, R, m->d.H, vd, 0, err);
     return st;
@@ -141,6 +146,7 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
 vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, W = m->d.attn_in, hd = m->d.hd, qw = m->d.Hq * hd;
     float *Q = m->mix, *K = m->mix + R * qw;
+    vw_cu_mark(m, VW_CUK_GEMM);
     vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     vw_cu_attn_prep ap = {m->big,
                           W,
@@ -158,6 +164,7 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
                           hd,
                           Q,
                           K};
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_attn_prep_run(&ap, m->stream, err);
     vw_cu_attn at = {Q,
@@ -176,8 +183,10 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
                      m->dmeta.items,
                      p->n_items,
                      m->opts.precision};
+    vw_cu_mark(m, VW_CUK_ATTENTION);
     if (st == VW_OK)
         st = vw_cu_attention(&at, m->stream, err);
+    vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
         st = vw_cu_linear(&m->gemm, m->core, qw, w->o, m->delta, m->d.H, R, m->d.H, qw, 0, err);
     return st;
@@ -189,14 +198,19 @@ vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_n
                     const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, H = m->d.H, F = m->d.F;
     const float eps = m->c.rms_eps;
+    vw_cu_mark(m, VW_CUK_REST);
     vw_status st =
         vw_cu_add_rmsnorm(m->h, m->delta, lw->post_norm, eps, R, H, m->x, m->stream, err);
+    vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
         st = vw_cu_linear(&m->gemm, m->x, H, lw->mlp_in, m->big, 2 * F, R, 2 * F, H, 0, err);
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_swiglu(m->big, R, F, m->stream, err);
+    vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
         st = vw_cu_linear(&m->gemm, m->big, 2 * F, lw->down, m->delta, H, R, H, F, 0, err);
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_add_rmsnorm(m->h, m->delta, next_norm, eps, R, H, m->x, m->stream, err);
     return st;
@@ -221,6 +235,18 @@ vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
 
 } // namespace
 
+void vw_cu_mark(const cu_model *m, int k) {
+    cu_prof *p = m->prof;
+    if (!p || !p->on || k == p->last || p->n == p->cap)
+        return;
+    if (cudaEventRecord(p->ev[p->n], m->stream) != cudaSuccess) {
+        cudaGetLastError();
+        return; /* a lost mark merges two spans: timing only */
+    }
+    p->cls[p->n++] = k;
+    p->last = k;
+}
+
 vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                         vw_err *err) {
     const cu_model *m = (const cu_model *)ex->impl; // trees validated by vw_executor_forward
@@ -230,20 +256,33 @@ vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, f
         return st;
     if ((st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device))) != VW_OK)
         return st;
-    /* The pinned metadata may still feed the previous call's copies: wait. */
+    /* The pinned metadata may still feed the previous call's copies (a call
+     * that failed half-way; after a whole one the stream is idle and this
+     * returns at once). */
     if ((st = VW_CUDA_TRY(err, cudaStreamSynchronize(m->stream))) != VW_OK)
         return st;
+    if (m->prof) {
+        m->prof->n = 0;
+        m->prof->last = -1;
+    }
     plan_fill(m, trees, &p);
+    vw_cu_mark(m, VW_CUK_REST);
     st = plan_upload(m, &p, err);
     if (st == VW_OK)
         st = run_layers(m, &p, err);
     /* x now holds the final-normed rows; gather the readouts into delta. */
+    vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK && p.n_out)
         st = vw_cu_gather_rows(m->x, m->d.H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
     if (st == VW_OK && p.n_out)
         st = VW_CUDA_TRY(err, cudaMemcpyAsync(rows, m->delta, p.n_out * m->d.H * sizeof(float),
                                               cudaMemcpyDeviceToHost, m->stream));
+    vw_cu_mark(m, VW_CUK_COUNT); /* closes the last span */
+    /* Wait for the end: the thread sleeps in a blocking-sync event (or spins,
+     * opts.spin_wait) instead of polling the stream. */
     if (st == VW_OK)
-        st = VW_CUDA_TRY(err, cudaStreamSynchronize(m->stream));
+        st = VW_CUDA_TRY(err, cudaEventRecord(m->done, m->stream));
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaEventSynchronize(m->done));
     return st;
 }

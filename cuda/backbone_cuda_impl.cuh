@@ -46,6 +46,16 @@ typedef struct cu_meta {
     vw_cuda_seg *segs;
 } cu_meta;
 
+/* Per-class timing marks of one forward (vw_backbone_cuda_profile): event i
+ * opens a span of class cls[i] that event i+1 closes. */
+typedef struct cu_prof {
+    int on;
+    size_t n, cap;
+    int last; /* class of the open span, -1 before the first mark */
+    cudaEvent_t *ev;
+    int *cls;
+} cu_prof;
+
 /* One forward call's packed batch. Segments: prefixes [0, n_trees) (tree t's
  * prefix is segment t, DeltaNet state slot t), then blocks in tree order. */
 typedef struct cu_plan {
@@ -60,6 +70,8 @@ typedef struct cu_model {
     size_t wt_size;                     /* bytes per matrix element: 2 (BF16) or 4 */
 
     cudaStream_t stream;
+    cudaEvent_t done; /* recorded at the end of a forward; the caller waits on it */
+    cu_prof *prof;    /* per-class timing (vw_backbone_cuda_profile) */
     cublasHandle_t blas;
     vw_cu_gemm gemm;
 
@@ -83,6 +95,10 @@ typedef struct cu_model {
     cu_meta hmeta; /* pinned host */
     void *hmeta_base;
 } cu_model;
+
+/* backbone_cuda_fwd.cu: opens a span of class k when profiling is on and the
+ * class changes (k = VW_CUK_COUNT closes the last one). */
+void vw_cu_mark(const cu_model *m, int k);
 
 /* backbone_cuda_fwd.cu: the executor's forward slot. */
 vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
+#include <new>
+#include <time.h>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -453,6 +455,45 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+    return cudaSuccess;
+}
+// Events: the emulator runs every launch and copy to completion before it
+// returns, so an event recorded on a stream completes at once and its time is
+// the host's monotonic clock then (elapsed times measure the emulator, not a
+// GPU); synchronizing on one never waits.
+struct CUevent_st {
+    double ms; // CLOCK_MONOTONIC at the last record, or -1 before any
+    unsigned flags;
+};
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    *e = new (std::nothrow) CUevent_st{-1.0, flags};
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+    return cudaEventCreateWithFlags(e, cudaEventDefault);
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    delete e;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    e->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t) {
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    if ((a->flags | b->flags) & cudaEventDisableTiming)
+        return cudaErrorInvalidResourceHandle;
+    if (a->ms < 0 || b->ms < 0)
+        return cudaErrorInvalidResourceHandle; // not recorded: as the runtime refuses
+    *ms = (float)(b->ms - a->ms);
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) {

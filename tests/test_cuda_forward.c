@@ -239,6 +239,48 @@ Test(cuda_forward, tree_batching_bit_exact, .init = need_gpu, .fini = done) {
     free(f.ids);
 }
 
+/* The per-class split (bench_gpu's "kernels" line): every class of the
+ * tiny backbone (DeltaNet and attention layers) gets time, the classes sum to
+ * the total, the rows are those of an unprofiled forward, both wait modes
+ * give the same rows, and a non-CUDA executor is refused. */
+Test(cuda_forward, profile_split_and_wait_modes, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *ex = cuda_exec(VW_CUDA_BF16X2, 0, 1024);
+    vw_err err = {0};
+    double ms[VW_CUK_COUNT], total = -1;
+    cr_expect_eq(vw_backbone_cuda_profile_read(ex, ms, &total, &err), VW_EINVAL, "nothing yet");
+    float *plain = run(ex, f.trees, N_TREES);
+    cr_assert_eq(vw_backbone_cuda_profile(ex, 1, &err), VW_OK, "%s", err.msg);
+    float *timed = run(ex, f.trees, N_TREES);
+    cr_assert_eq(vw_backbone_cuda_profile_read(ex, ms, &total, &err), VW_OK, "%s", err.msg);
+    double sum = 0;
+    for (int k = 0; k < VW_CUK_COUNT; k++) {
+        fprintf(stderr, "profile %s %.3f ms\n", vw_cuda_kclass_name((vw_cuda_kclass)k), ms[k]);
+        cr_expect_gt(ms[k], 0, "class %s got no time", vw_cuda_kclass_name((vw_cuda_kclass)k));
+        sum += ms[k];
+    }
+    cr_expect(fabs(sum - total) <= 1e-6 * total, "classes %.6f vs total %.6f", sum, total);
+    size_t n = vw_trees_readout_count(f.trees, N_TREES) * ex->hidden;
+    cr_expect(!memcmp(plain, timed, n * sizeof *plain), "profiling changed the rows");
+    vw_cuda_opts o = {
+        .max_tokens = 1024, .max_trees = 8, .precision = VW_CUDA_BF16X2, .spin_wait = 1};
+    vw_executor *spin = NULL;
+    cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &spin, &err), VW_OK, "%s", err.msg);
+    float *spun = run(spin, f.trees, N_TREES);
+    cr_expect(!memcmp(plain, spun, n * sizeof *plain), "spin and block waits differ");
+    vw_executor *cpu = NULL;
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK);
+    cr_expect_eq(vw_backbone_cuda_profile(cpu, 1, &err), VW_EINVAL);
+    vw_executor_free(cpu);
+    vw_executor_free(spin);
+    vw_executor_free(ex);
+    free(plain);
+    free(timed);
+    free(spun);
+    free(f.ids);
+}
+
 Test(cuda_forward, limits_and_errors, .init = need_gpu, .fini = done) {
     fixture f;
     fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
