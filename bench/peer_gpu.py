@@ -52,9 +52,9 @@ def main():
         import fla  # noqa: F401  (flash-linear-attention: the delta-rule kernels)
 
         out["fla"] = getattr(fla, "__version__", True)
-    except ImportError as e:
+    except Exception as e:  # ImportError, or triton finding no GPU driver (a CPU rehearsal)
         out["fla"] = False
-        out["fla_error"] = str(e)
+        out["fla_error"] = f"{type(e).__name__}: {e}"
     out["impl"] = "transformers+fla" if out["fla"] else "transformers"
     try:
         import causal_conv1d  # noqa: F401
