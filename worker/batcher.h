@@ -1,4 +1,4 @@
-/* batcher.h — micro-batches and the bounded queue that carries them.
+/* batcher.h — micro-batches.
  *
  * The batcher groups admitted items into batches for the executor. A batch
  * closes when (a) the next item would take it over the token budget (the item
@@ -8,15 +8,10 @@
  * Time is passed in by the caller (milliseconds, any monotonic origin), so the
  * rules are testable without sleeping.
  *
- * The queue (vw_queue) is a bounded FIFO of pointers with a mutex and condition
- * variables, where the Kafka thread, the executor thread and the processing
- * threads hand batches on (to_exec, to_finish, from_exec).
- *
  * Ownership: items are opaque and owned by the batcher until handed out in a
  * batch; a vw_batch and its item array belong to whoever took it (vw_batch_free,
- * which calls free_item on each remaining item when given one). The queue never
- * owns or frees what it carries, except through vw_queue_free's callback.
- * Thread-safety: a batcher belongs to one thread; a queue may be used by any.
+ * which calls free_item on each remaining item when given one).
+ * Thread-safety: a batcher belongs to one thread.
  * Errors: VW_ENOMEM (the batcher is unchanged), VW_EINVAL for a negative cost.
  */
 #ifndef VW_BATCHER_H
@@ -73,23 +68,5 @@ size_t vw_batch_remove_if(vw_batch *batch, bool (*drop)(void *item, void *ctx), 
 
 /* NULL is a no-op. free_item may be NULL (items then stay with their owner). */
 void vw_batch_free(vw_batch *batch, void (*free_item)(void *item));
-
-typedef struct vw_queue vw_queue;
-
-vw_queue *vw_queue_new(size_t capacity);
-/* free_item (may be NULL) is applied to anything still queued. */
-void vw_queue_free(vw_queue *q, void (*free_item)(void *item));
-
-/* Blocks while full; false when the queue is closed (the item stays the caller's). */
-bool vw_queue_push(vw_queue *q, void *item);
-/* Never blocks; false when full or closed. */
-bool vw_queue_try_push(vw_queue *q, void *item);
-/* Blocks until an item arrives (returns it) or the queue is closed and empty (NULL). */
-void *vw_queue_pop(vw_queue *q);
-/* Never blocks; NULL when empty. */
-void *vw_queue_try_pop(vw_queue *q);
-size_t vw_queue_len(vw_queue *q);
-/* Wakes every waiter; later pushes fail, pops drain what is left. */
-void vw_queue_close(vw_queue *q);
 
 #endif

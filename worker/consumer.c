@@ -315,7 +315,7 @@ void vw_consumer_commit(struct vw_worker *w, bool sync) {
 static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
                               bool lost) {
     for (int i = 0; i < parts->cnt; i++) {
-        vw_worker_drop_partition(w, parts->elems[i].partition);
+        vw_flow_drop_partition(w, parts->elems[i].partition);
         vw_starts_remove(&w->cons->starts, parts->elems[i].partition);
     }
     if (!lost) {
@@ -516,39 +516,39 @@ vw_status vw_consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *e
     snprintf(stats, sizeof stats, "%lld", (long long)cfg->metrics.stats_interval_ms);
     vw_status st = check_protocol(cfg, err);
     if (!st && !w->cons->kip848)
-        st = vw_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
+        st = vw_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err);
     if (!st)
-        st = vw_conf_set(conf, "auto.offset.reset", w->replay ? "error" : "earliest", err);
+        st = vw_kafka_conf_set(conf, "auto.offset.reset", w->replay ? "error" : "earliest", err);
     if (!st)
-        st = vw_conf_set(conf, "statistics.interval.ms", stats, err);
+        st = vw_kafka_conf_set(conf, "statistics.interval.ms", stats, err);
     if (!st)
-        st = vw_conf_set(conf, "client.id", "vela-worker", err);
+        st = vw_kafka_conf_set(conf, "client.id", "vela-worker", err);
     if (!st)
-        st = vw_conf_apply(conf, &cfg->kafka.common, NULL, err);
+        st = vw_kafka_conf_apply(conf, &cfg->kafka.common, NULL, err);
     if (!st)
-        st = vw_conf_apply(conf, &cfg->kafka.consumer, NULL, err);
+        st = vw_kafka_conf_apply(conf, &cfg->kafka.consumer, NULL, err);
     /* Join-state lines (see on_log); the user's own `debug` is kept. */
     const char *dbg = vw_kafka_consumer_prop(cfg, "debug");
     w->cons->kafka_debug = dbg != NULL;
     if (!st && !w->replay) {
         char all[512];
         snprintf(all, sizeof all, "%s%scgrp", dbg ? dbg : "", dbg ? "," : "");
-        st = vw_conf_set(conf, "debug", all, err);
+        st = vw_kafka_conf_set(conf, "debug", all, err);
     }
     /* Replay assigns partitions itself: a group id nobody joins, no commits.
      * The worker joins kafka.group.id, "vela-worker" when the config has none
      * (config/worker.example.yaml, docs/worker.md "Configuration"). */
     if (!st && w->replay)
-        st = vw_conf_set(conf, "group.id", "vela-worker-replay", err);
+        st = vw_kafka_conf_set(conf, "group.id", "vela-worker-replay", err);
     else if (!st && !vw_kafka_consumer_prop(cfg, "group.id"))
-        st = vw_conf_set(conf, "group.id", VW_DEFAULT_GROUP_ID, err);
+        st = vw_kafka_conf_set(conf, "group.id", VW_DEFAULT_GROUP_ID, err);
     /* The delivery rule: offsets move only through the tracker. */
     if (!st)
-        st = vw_conf_set(conf, "enable.auto.commit", "false", err);
+        st = vw_kafka_conf_set(conf, "enable.auto.commit", "false", err);
     if (!st)
-        st = vw_conf_set(conf, "enable.auto.offset.store", "false", err);
+        st = vw_kafka_conf_set(conf, "enable.auto.offset.store", "false", err);
     if (!st)
-        st = vw_conf_set(conf, "enable.partition.eof", "false", err);
+        st = vw_kafka_conf_set(conf, "enable.partition.eof", "false", err);
     if (st)
         return st;
     /* Only the sticky assignor keeps state (see destroy_would_abort); range
@@ -707,7 +707,7 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
                                   no rebalance or delivery, maybe no statistics) */
         if (w->cons->starts.n) /* a record: its partition fetches */
             vw_starts_remove(&w->cons->starts, m->partition);
-        vw_worker_intake(w, m);
+        vw_flow_intake(w, m);
     }
     rd_kafka_message_destroy(m);
 }
@@ -741,7 +741,7 @@ static size_t room(struct vw_worker *w) {
     if (full && !w->cons->backpressure)
         vw_metrics_inc(w->metrics, VW_M_BACKPRESSURE, 1);
     w->cons->backpressure = full;
-    size_t lane = vw_worker_admit_room(w); /* in-flight records include the lane's */
+    size_t lane = vw_flow_admit_room(w); /* in-flight records include the lane's */
     if (w->replay)
         return lane;
     return full ? 0 : (max - in_flight < lane ? max - in_flight : lane);

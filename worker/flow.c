@@ -47,7 +47,7 @@ static void fail_flight(struct vw_flight *f) {
                      f->err.msg);
 }
 
-void vw_flight_free_cb(void *flight) {
+void vw_flow_flight_free_cb(void *flight) {
     struct vw_flight *f = flight;
     if (!f)
         return;
@@ -75,7 +75,7 @@ static struct vw_flight *prepare(struct vw_worker *w, vw_batch *b) {
     return f;
 }
 
-void *vw_executor_main(void *arg) {
+void *vw_flow_exec_main(void *arg) {
     struct vw_worker *w = arg;
     for (struct vw_flight *f; (f = vw_queue_pop(w->to_exec));) {
         wake(w); /* room in to_exec: the Kafka thread may dispatch the next batch */
@@ -96,7 +96,7 @@ void *vw_executor_main(void *arg) {
     return NULL;
 }
 
-void *vw_finish_main(void *arg) {
+void *vw_flow_finish_main(void *arg) {
     struct vw_worker *w = arg;
     for (struct vw_flight *f; (f = vw_queue_pop(w->to_finish));) {
         vw_batch *b = f->batch;
@@ -184,7 +184,7 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
     return it;
 }
 
-void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
+void vw_flow_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     uint32_t epoch;
     vw_err err = {0};
     const vw_range *r = vw_range_of(w, m->partition);
@@ -204,7 +204,7 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     }
     vw_metrics_inc(w->metrics, VW_M_RECORDS_IN, 1);
     vw_item *it = new_item(w, m, epoch);
-    /* The lane has room: intake takes at most vw_worker_admit_room records. */
+    /* The lane has room: intake takes at most vw_flow_admit_room records. */
     if (it && vw_queue_try_push(w->to_admit, it)) {
         w->n_admitting++;
         return;
@@ -224,7 +224,7 @@ void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
  * record checks (size, UTF-8, JSON, object: admit_record.h) and the
  * processor's admit (the plan: up to a second for a 1 MiB request), and
  * queues the item back on from_admit, where the Kafka thread batches it or
- * files its result (vw_worker_admitted). Polling, deliveries, commits and the
+ * files its result (vw_flow_admitted). Polling, deliveries, commits and the
  * other partitions' records go on meanwhile, so one heavy record delays
  * neither the group's heartbeats nor max.poll.interval.ms. A record taking
  * longer than limits.slow_record_ms is logged and counted. */
@@ -287,23 +287,23 @@ static void admit_item(struct vw_worker *w, vw_item *it, vw_sbuf *sb) {
     }
 }
 
-void *vw_admit_main(void *arg) {
+void *vw_flow_admit_main(void *arg) {
     struct vw_worker *w = arg;
     vw_sbuf sb = {0};
     for (vw_item *it; (it = vw_queue_pop(w->to_admit));) {
         admit_item(w, it, &sb);
-        vw_queue_push(w->from_admit, it); /* sized never to block (vw_worker_admit_room) */
+        vw_queue_push(w->from_admit, it); /* sized never to block (vw_flow_admit_room) */
         wake(w);
     }
     vw_sbuf_free(&sb);
     return NULL;
 }
 
-size_t vw_worker_admit_room(const struct vw_worker *w) {
+size_t vw_flow_admit_room(const struct vw_worker *w) {
     return w->n_admitting < w->admit_cap ? w->admit_cap - w->n_admitting : 0;
 }
 
-void vw_worker_stop_admission(struct vw_worker *w) {
+void vw_flow_stop_admission(struct vw_worker *w) {
     for (vw_item *it; (it = vw_queue_try_pop(w->to_admit));) {
         w->n_admitting--;
         vw_item_free(it);
@@ -317,7 +317,7 @@ void vw_worker_stop_admission(struct vw_worker *w) {
     }
 }
 
-void vw_worker_admitted(struct vw_worker *w) {
+void vw_flow_admitted(struct vw_worker *w) {
     for (vw_item *it; (it = vw_queue_try_pop(w->from_admit));) {
         uint32_t epoch;
         w->n_admitting--;
@@ -378,7 +378,7 @@ static void collect_item(struct vw_worker *w, vw_item *it) {
         vw_item_free(it);
 }
 
-void vw_worker_collect(struct vw_worker *w) {
+void vw_flow_collect(struct vw_worker *w) {
     for (struct vw_flight *f; (f = vw_queue_try_pop(w->from_exec));) {
         w->n_flights--;
         for (size_t i = 0; i < f->batch->n; i++)
@@ -388,7 +388,7 @@ void vw_worker_collect(struct vw_worker *w) {
     }
 }
 
-void vw_worker_requeue_due(struct vw_worker *w, int64_t now) {
+void vw_flow_requeue_due(struct vw_worker *w, int64_t now) {
     size_t kept = 0;
     for (size_t i = 0; i < w->n_retry; i++) {
         vw_item *it = w->retry[i];
@@ -398,16 +398,16 @@ void vw_worker_requeue_due(struct vw_worker *w, int64_t now) {
     w->n_retry = kept;
 }
 
-bool vw_worker_can_dispatch(const struct vw_worker *w) {
+bool vw_flow_can_dispatch(const struct vw_worker *w) {
     return vw_queue_len(w->to_exec) < EXEC_QUEUE && w->n_flights < w->max_flights;
 }
 
 /* Hands closed batches to the executor while it can take them. */
-void vw_worker_dispatch(struct vw_worker *w, int64_t now) {
+void vw_flow_dispatch(struct vw_worker *w, int64_t now) {
     /* Only this thread adds to to_exec: while it has room, a push succeeds, so
      * a batch is prepared only when it can be queued at once (a held batch
      * stays unprepared: a revoke may still take items out of it). */
-    while (vw_worker_can_dispatch(w)) {
+    while (vw_flow_can_dispatch(w)) {
         if (!w->held && !vw_batcher_take(w->batcher, now, &w->held))
             return;
         double c0 = vw_thread_cpu_s();
@@ -435,7 +435,7 @@ static bool same_partition(void *item, void *ctx) {
     return ((vw_item *)item)->partition == *(const int32_t *)ctx;
 }
 
-void vw_worker_drop_partition(struct vw_worker *w, int32_t partition) {
+void vw_flow_drop_partition(struct vw_worker *w, int32_t partition) {
     size_t dropped = vw_batcher_remove_if(w->batcher, same_partition, &partition, vw_item_free_cb);
     size_t kept = 0;
     for (size_t i = 0; i < w->n_retry; i++) {
@@ -475,7 +475,7 @@ static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_lis
 void vw_worker_settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
                       int64_t deadline_ms) {
     for (;;) {
-        vw_worker_collect(w);
+        vw_flow_collect(w);
         vw_produce_ready(w);
         if (!revoked_busy(w, parts) || vw_now_ms() >= deadline_ms)
             break;

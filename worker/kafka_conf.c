@@ -8,18 +8,20 @@
 
 #include "worker_impl.h"
 
-vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err) {
+vw_status vw_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
+                            vw_err *err) {
     char errstr[512];
     if (rd_kafka_conf_set(conf, key, value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
         return VW_FAIL(err, VW_EINVAL, "kafka_config", "%s=%s: %s", key, value, errstr);
     return VW_OK;
 }
 
-vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err) {
+vw_status vw_kafka_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip,
+                              vw_err *err) {
     for (size_t i = 0; i < l->n; i++) {
         if (skip && !strcmp(l->items[i].key, skip))
             continue;
-        vw_status st = vw_conf_set(conf, l->items[i].key, l->items[i].value, err);
+        vw_status st = vw_kafka_conf_set(conf, l->items[i].key, l->items[i].value, err);
         if (st)
             return st;
     }

@@ -15,9 +15,10 @@
 #include "vw_status.h"
 
 /* Sets one property. */
-vw_status vw_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
+vw_status vw_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value, vw_err *err);
 /* Applies a list, except the key `skip` (NULL: none). */
-vw_status vw_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip, vw_err *err);
+vw_status vw_kafka_conf_apply(rd_kafka_conf_t *conf, const vw_kvlist *l, const char *skip,
+                              vw_err *err);
 
 /* A client librdkafka refused to create (rd_kafka_new's errstr; client:
  * "consumer" or "producer") as a config error: VW_EINVAL, type

@@ -297,19 +297,19 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 }
 
 vw_status vw_producer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *err) {
-    vw_status st = vw_conf_set(conf, "client.id", "vela-worker", err);
+    vw_status st = vw_kafka_conf_set(conf, "client.id", "vela-worker", err);
     if (!st)
         /* group.id sits in the common section by the documented shape; it is the
          * consumer's (a producer would warn CONFWARN and ignore it). */
-        st = vw_conf_apply(conf, &w->cfg->kafka.common, "group.id", err);
+        st = vw_kafka_conf_apply(conf, &w->cfg->kafka.common, "group.id", err);
     if (!st)
-        st = vw_conf_apply(conf, &w->cfg->kafka.producer, NULL, err);
+        st = vw_kafka_conf_apply(conf, &w->cfg->kafka.producer, NULL, err);
     /* Idempotence keeps per-partition order across retries; acks=all is what
      * "acknowledged" means in the commit rule. */
     if (!st)
-        st = vw_conf_set(conf, "enable.idempotence", "true", err);
+        st = vw_kafka_conf_set(conf, "enable.idempotence", "true", err);
     if (!st)
-        st = vw_conf_set(conf, "acks", "all", err);
+        st = vw_kafka_conf_set(conf, "acks", "all", err);
     if (st)
         return st;
     rd_kafka_conf_set_opaque(conf, w);

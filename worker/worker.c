@@ -24,7 +24,7 @@ enum { IDLE_POLL_MS = 100 };
 
 static int timeout_ms(struct vw_worker *w, int64_t now) {
     int64_t t = IDLE_POLL_MS, d = vw_batcher_deadline(w->batcher);
-    if (!w->held && vw_worker_can_dispatch(w) && d - now < t)
+    if (!w->held && vw_flow_can_dispatch(w) && d - now < t)
         t = d - now;
     for (size_t i = 0; i < w->n_retry; i++)
         if (w->retry[i]->due_ms - now < t)
@@ -81,14 +81,14 @@ static void turn(struct vw_worker *w, int wait) {
     vw_producer_poll(w, 0);
     double c1 = vw_thread_cpu_s();
     w->more = vw_consumer_poll(w);
-    vw_worker_admitted(w);
+    vw_flow_admitted(w);
     vw_metrics_stage(w->metrics, VW_S_INTAKE, vw_thread_cpu_s() - c1);
-    vw_worker_collect(w);
+    vw_flow_collect(w);
     int64_t now = vw_now_ms();
-    vw_worker_requeue_due(w, now);
+    vw_flow_requeue_due(w, now);
     if (w->stopping)
         vw_batcher_flush(w->batcher, now);
-    vw_worker_dispatch(w, now);
+    vw_flow_dispatch(w, now);
     double c3 = vw_thread_cpu_s();
     vw_produce_ready(w);
     double c4 = vw_thread_cpu_s();
@@ -123,14 +123,14 @@ vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
     if (st)
         return st;
     for (; w->pool_started < w->n_pool; w->pool_started++)
-        if (pthread_create(&w->pool[w->pool_started], NULL, vw_finish_main, w))
+        if (pthread_create(&w->pool[w->pool_started], NULL, vw_flow_finish_main, w))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
                            w->pool_started);
     for (; w->admit_started < w->n_pool; w->admit_started++)
-        if (pthread_create(&w->admitters[w->admit_started], NULL, vw_admit_main, w))
+        if (pthread_create(&w->admitters[w->admit_started], NULL, vw_flow_admit_main, w))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start admission thread %zu",
                            w->admit_started);
-    if (pthread_create(&w->exec_thread, NULL, vw_executor_main, w))
+    if (pthread_create(&w->exec_thread, NULL, vw_flow_exec_main, w))
         return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
     w->exec_started = true;
     bool ready = !w->proc->ops->ready || w->proc->ops->ready(w->proc);
@@ -169,7 +169,7 @@ void vw_worker_stop(struct vw_worker *w) {
         w->proc->ops->cancel(w->proc);
     }
     vw_consumer_close(w); /* a revoke may still produce and commit */
-    vw_worker_stop_admission(w);
+    vw_flow_stop_admission(w);
     /* The executor drains to_exec into to_finish and closes it; the
      * processing threads drain that into from_exec (never full: see new). */
     vw_queue_close(w->to_exec);
@@ -180,7 +180,7 @@ void vw_worker_stop(struct vw_worker *w) {
     w->exec_started = false;
     for (; w->pool_started > 0; w->pool_started--)
         pthread_join(w->pool[w->pool_started - 1], NULL);
-    vw_worker_collect(w);
+    vw_flow_collect(w);
     vw_producer_close(w);
 }
 
@@ -201,7 +201,7 @@ static void check_log(const rd_kafka_t *rk, int level, const char *fac, const ch
 static vw_status check_client(struct vw_worker *w, rd_kafka_type_t type, rd_kafka_conf_t *conf,
                               vw_err *err) {
     char errstr[512];
-    vw_status st = vw_conf_set(conf, "bootstrap.servers", "", err);
+    vw_status st = vw_kafka_conf_set(conf, "bootstrap.servers", "", err);
     if (st) {
         rd_kafka_conf_destroy(conf);
         return st;
@@ -337,9 +337,9 @@ void vw_worker_free(vw_worker *w) {
         vw_item_free(w->redo[i]);
     free(w->retry);
     free(w->redo);
-    vw_queue_free(w->to_exec, vw_flight_free_cb);
-    vw_queue_free(w->to_finish, vw_flight_free_cb);
-    vw_queue_free(w->from_exec, vw_flight_free_cb);
+    vw_queue_free(w->to_exec, vw_flow_flight_free_cb);
+    vw_queue_free(w->to_finish, vw_flow_flight_free_cb);
+    vw_queue_free(w->from_exec, vw_flow_flight_free_cb);
     vw_queue_free(w->to_admit, vw_item_free_cb);
     vw_queue_free(w->from_admit, vw_item_free_cb);
     free(w->pool);

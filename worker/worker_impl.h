@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "batcher.h"
+#include "queue.h"
 #include "item.h"
 #include "offsets.h"
 #include "processor.h"
@@ -74,7 +75,7 @@ struct vw_worker {
     size_t n_pool, pool_started;
     size_t n_flights;   /* flights dispatched and not yet collected */
     size_t max_flights; /* from_exec's capacity: more in flight could block a
-                           processing thread on it (vw_worker_can_dispatch) */
+                           processing thread on it (vw_flow_can_dispatch) */
     vw_item **retry;    /* RETRY items waiting for their backoff */
     size_t n_retry, cap_retry;
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
@@ -114,39 +115,39 @@ static inline void vw_worker_set_fatal(struct vw_worker *w) {
 
 /* ---- flow.c ---- */
 /* Intake of one consumed record: tracked, copied into an item and queued for
- * admission (at most vw_worker_admit_room of them per turn). */
-void vw_worker_intake(struct vw_worker *w, const rd_kafka_message_t *m);
+ * admission (at most vw_flow_admit_room of them per turn). */
+void vw_flow_intake(struct vw_worker *w, const rd_kafka_message_t *m);
 /* Records the admission lane can still take. */
-size_t vw_worker_admit_room(const struct vw_worker *w);
+size_t vw_flow_admit_room(const struct vw_worker *w);
 /* An admission thread's main (arg: the worker): record checks and the
  * processor's admit, off the Kafka thread. */
-void *vw_admit_main(void *arg);
+void *vw_flow_admit_main(void *arg);
 /* Items back from admission: batched, or their result filed; those of a
  * partition revoked meanwhile are dropped. */
-void vw_worker_admitted(struct vw_worker *w);
+void vw_flow_admitted(struct vw_worker *w);
 /* Stops the admission lane (shutdown): what was not admitted yet is dropped
  * uncommitted, the threads finish the record at hand and are joined. */
-void vw_worker_stop_admission(struct vw_worker *w);
+void vw_flow_stop_admission(struct vw_worker *w);
 /* The replay range of a partition, or NULL (run mode). */
 const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition);
 /* The executor thread's main and a processing thread's main (arg: the worker). */
-void *vw_executor_main(void *arg);
-void *vw_finish_main(void *arg);
+void *vw_flow_exec_main(void *arg);
+void *vw_flow_finish_main(void *arg);
 /* Frees a flight left in a queue (its processor state, its items). */
-void vw_flight_free_cb(void *flight);
+void vw_flow_flight_free_cb(void *flight);
 /* Results the executor sent back. */
-void vw_worker_collect(struct vw_worker *w);
+void vw_flow_collect(struct vw_worker *w);
 /* Retries whose backoff is over go back to the batcher. */
-void vw_worker_requeue_due(struct vw_worker *w, int64_t now);
+void vw_flow_requeue_due(struct vw_worker *w, int64_t now);
 /* Hands closed batches to the executor while its queue has room. */
-void vw_worker_dispatch(struct vw_worker *w, int64_t now);
+void vw_flow_dispatch(struct vw_worker *w, int64_t now);
 /* Whether dispatch could hand over a batch now: the executor queue has room
  * and the flights in flight stay within from_exec's capacity. While it cannot,
  * the batcher's deadline does not shorten the loop's sleep (the executor and
  * the processing threads wake the loop when that changes). */
-bool vw_worker_can_dispatch(const struct vw_worker *w);
+bool vw_flow_can_dispatch(const struct vw_worker *w);
 /* Drops batched/retrying items of a partition (revoke). */
-void vw_worker_drop_partition(struct vw_worker *w, int32_t partition);
+void vw_flow_drop_partition(struct vw_worker *w, int32_t partition);
 /* The revoke drain: collects results, produces what is ready and serves
  * delivery reports until no result of `parts` is in the executor or
  * unacknowledged, or until deadline_ms. */
