@@ -534,6 +534,26 @@ Test(config, secrets_never_reach_the_log) {
     cr_assert_null(strstr(out, "user-8d1f"), "sasl.username in the log");
 }
 
+/* A worker that fails exits 1 with its first cause (worker/fault.h,
+ * docs/worker.md "Exit status") in its last log line: here no broker answers
+ * within delivery.start_timeout_ms. Until issue 24 the line read "fatal
+ * librdkafka error (see the log)" for every cause. */
+Test(config, run_exits_with_its_first_cause) {
+    char out[65536];
+    int rc = run_worker("VELA_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1 "
+                        "VELA_DELIVERY_START_TIMEOUT_MS=1000",
+                        out, sizeof out);
+    cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
+    size_t n = strlen(out);
+    while (n && out[n - 1] == '\n')
+        out[--n] = 0;
+    const char *last = strrchr(out, '\n');
+    last = last ? last + 1 : out;
+    cr_assert(strstr(last, "no Kafka broker answered within delivery.start_timeout_ms (1000 ms)") &&
+                  strstr(last, "type=broker_timeout") && strstr(last, "bootstrap=127.0.0.1:1"),
+              "last line: %s", last);
+}
+
 /* model.bundle missing or wrong: the message names the key and the path (it
  * read "bundle directory : No such file or directory"); a key not set is a
  * config error (exit 2), a directory not there a failed start (exit 1, like

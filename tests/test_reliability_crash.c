@@ -63,6 +63,13 @@ static vw_rel_report crash_and_recover(const char *name, const char *spec, size_
     if (strstr(spec, "before_produce"))
         cr_assert_geq(vw_kh_count_log(&w, "record left unanswered and uncommitted"), 1,
                       "%s: the refused record took the abandon path", spec);
+    if (fatal) { /* it exits with its first cause (fault.h), named in its last line */
+        char *last = vw_kh_last_log_line(&w);
+        cr_assert(last && strstr(last, "fatal producer error OUT_OF_ORDER_SEQUENCE_NUMBER") &&
+                      strstr(last, "\"type\":\"kafka_fatal\""),
+                  "%s: last line: %s", spec, last ? last : "(none)");
+        free(last);
+    }
     /* The dead member stays in the group until its session times out
      * (docs/kafka-notes.md §5.2): a successor started earlier may get no assignment. */
     vw_kh_sleep_ms(SESSION_WAIT_MS);

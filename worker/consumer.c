@@ -353,7 +353,8 @@ static void assign_partitions(struct vw_worker *w, rd_kafka_topic_partition_list
         if (vw_offsets_assign(w->tracker, parts->elems[i].topic, parts->elems[i].partition, NULL,
                               &err)) { /* out of memory: the partition could not move */
             VW_LOG(w->log, VW_LOG_ERROR, "consumer", "tracker: %s, stopping", err.msg);
-            vw_worker_set_fatal(w);
+            VW_RAISE(&w->fault, VW_ENOMEM, "out_of_memory", "assigning tp=%s:%d: %s",
+                     parts->elems[i].topic, (int)parts->elems[i].partition, err.msg);
         }
         /* Without it the watchdog misses this partition: nothing else changes. */
         if (vw_starts_add(&w->cons->starts, parts->elems[i].partition, now))
@@ -381,7 +382,8 @@ static void restart_due(struct vw_worker *w) {
     int32_t due[MAX];
     w->cons->starts_check = false;
     int64_t timeout = w->cfg->delivery.start_timeout_ms;
-    if (timeout <= 0 || w->stopping || w->fatal || commits_held(w) || rejoining(w))
+    if (timeout <= 0 || w->stopping || vw_fault_raised(&w->fault) || commits_held(w) ||
+        rejoining(w))
         return;
     size_t k = vw_starts_due(&w->cons->starts, vw_now_ms(), timeout, due, MAX);
     rd_kafka_topic_partition_list_t *cur = NULL;
@@ -697,7 +699,9 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
         if (ends_run(w, m->err)) {
             VW_LOG(w->log, VW_LOG_ERROR, "consumer", "consume error, stopping err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-            vw_worker_set_fatal(w);
+            VW_RAISE(&w->fault, VW_EKAFKA,
+                     m->err == RD_KAFKA_RESP_ERR__FATAL ? "kafka_fatal" : "consume_error",
+                     "consumer: %s: %s", rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
             VW_LOG(w->log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
@@ -759,7 +763,9 @@ bool vw_consumer_poll(struct vw_worker *w) {
             VW_LOG(w->log, VW_LOG_ERROR, "consumer",
                    "record outside its partition's queue, stopping tp=%s:%d:%lld",
                    rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
-            vw_worker_set_fatal(w);
+            VW_RAISE(&w->fault, VW_EKAFKA, "record_unrouted",
+                     "a record outside its partition's queue tp=%s:%d:%lld",
+                     rd_kafka_topic_name(m->rkt), (int)m->partition, (long long)m->offset);
             rd_kafka_message_destroy(m);
             continue;
         }
@@ -769,8 +775,8 @@ bool vw_consumer_poll(struct vw_worker *w) {
     if (w->cons->starts_check && n < EVENTS)
         restart_due(w);
     flow(w);
-    if (w->stopping || w->cons->intake_held || w->fatal)
-        return more && !w->fatal;
+    if (w->stopping || w->cons->intake_held || vw_fault_raised(&w->fault))
+        return more && !vw_fault_raised(&w->fault);
     size_t k = room(w);
     if (k > RECORDS)
         k = RECORDS;
@@ -799,7 +805,8 @@ static void await_first_assignment(struct vw_worker *w) {
     if (destroy_would_abort(w))
         VW_LOG(w->log, VW_LOG_INFO, "consumer",
                "stopped before the group's first assignment: waiting for it (librdkafka #4312)");
-    while (destroy_would_abort(w) && !w->fatal && vw_now_ms() < w->stop_deadline_ms) {
+    while (destroy_would_abort(w) && !vw_fault_raised(&w->fault) &&
+           vw_now_ms() < w->stop_deadline_ms) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(w->consumer, 100);
         if (m)
             take(w, m); /* an event's error is logged; a record is not admitted while stopping */

@@ -195,7 +195,8 @@ void vw_flow_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
         if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
             VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",
                    w->topic, (int)m->partition, (long long)m->offset);
-            vw_worker_set_fatal(w);
+            VW_RAISE(&w->fault, VW_ENOMEM, "out_of_memory", "tracking tp=%s:%d:%lld", w->topic,
+                     (int)m->partition, (long long)m->offset);
             return;
         }
         VW_LOG(w->log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
@@ -215,7 +216,8 @@ void vw_flow_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     vw_item_free(it);
     VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
            w->topic, (int)m->partition, (long long)m->offset);
-    vw_worker_set_fatal(w);
+    VW_RAISE(&w->fault, VW_ENOMEM, "out_of_memory", "admitting tp=%s:%d:%lld", w->topic,
+             (int)m->partition, (long long)m->offset);
 }
 
 /* ---- admission: the record checks and the plan, off the Kafka thread --------

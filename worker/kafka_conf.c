@@ -91,7 +91,8 @@ void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque
                rd_kafka_name(rk), rd_kafka_err2name(real), cause);
         if (rk == w->producer)
             w->producer_dead = true;
-        vw_worker_set_fatal(w);
+        VW_RAISE(&w->fault, VW_EKAFKA, "kafka_fatal", "fatal %s error %s: %s",
+                 rk == w->producer ? "producer" : "consumer", rd_kafka_err2name(real), cause);
         return;
     }
     /* Everything else is informational: librdkafka recovers by itself. The

@@ -42,10 +42,13 @@ static rd_kafka_headers_t *base_headers(struct vw_worker *w, const vw_item *it) 
  * (the error callback may not have been served yet when producev answers
  * __FATAL, hence the direct check). Marks the worker fatal: exit 1. */
 static bool producer_dead(struct vw_worker *w, rd_kafka_resp_err_t e) {
-    if (!w->producer_dead &&
-        (e == RD_KAFKA_RESP_ERR__FATAL || rd_kafka_fatal_error(w->producer, NULL, 0))) {
+    char cause[256] = "";
+    rd_kafka_resp_err_t real;
+    if (!w->producer_dead && ((real = rd_kafka_fatal_error(w->producer, cause, sizeof cause)) ||
+                              e == RD_KAFKA_RESP_ERR__FATAL)) {
         w->producer_dead = true;
-        vw_worker_set_fatal(w);
+        VW_RAISE(&w->fault, VW_EKAFKA, "kafka_fatal", "fatal producer error %s: %s",
+                 rd_kafka_err2name(real ? real : e), real ? cause : rd_kafka_err2str(e));
     }
     return w->producer_dead;
 }
@@ -285,7 +288,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
     if (!vw_items_push(&w->redo, &w->n_redo, &w->cap_redo, it)) {
         /* Acknowledging it would commit it unanswered: stop instead (exit 1). */
-        vw_worker_set_fatal(w);
+        VW_RAISE(&w->fault, VW_ENOMEM, "out_of_memory", "the redo list, request_id=\"%s\"",
+                 it->request_id);
         abandon(w, it, "out of memory for the retry list: stopping");
     }
 }

@@ -86,7 +86,7 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
     if (!st)
         st = replay_assign(w, l, err);
     int64_t t0 = vw_now_ms(), next_report = t0;
-    while (!st && !*stop_flag && !w->fatal) {
+    while (!st && !*stop_flag && !vw_fault_raised(&w->fault)) {
         vw_worker_step(w);
         bool done = (!l->cnt || ranges_consumed(w, l)) && vw_worker_idle(w);
         if (done || vw_now_ms() >= next_report) {
@@ -96,9 +96,16 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
         if (done)
             break;
     }
-    if (!st && (*stop_flag || w->fatal)) {
+    vw_err cause = {0};
+    if (!st && vw_fault_cause(&w->fault, &cause)) {
+        /* The first cause (fault.h), its status kept. */
         progress(w, t0, true);
-        st = VW_FAIL(err, w->fatal ? VW_EKAFKA : VW_ETRANSIENT, "replay_stopped",
+        st = VW_FAIL(err, cause.status, "replay_stopped",
+                     "replay stopped before the end (%zu of %zu records): %s (%s)", w->replay_done,
+                     w->replay_total, cause.msg, cause.type);
+    } else if (!st && *stop_flag) {
+        progress(w, t0, true);
+        st = VW_FAIL(err, VW_ETRANSIENT, "replay_stopped",
                      "replay stopped before the end (%zu of %zu records)", w->replay_done,
                      w->replay_total);
     }

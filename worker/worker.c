@@ -53,7 +53,7 @@ static const char *bootstrap(const vw_config *cfg) {
  * cannot parse) and stops with exit 1 instead of retrying in silence. */
 static void check_broker(struct vw_worker *w, int64_t now) {
     int64_t limit = w->cfg->delivery.start_timeout_ms;
-    if (w->broker_up || limit <= 0 || now - w->started_ms < limit || w->fatal)
+    if (w->broker_up || limit <= 0 || now - w->started_ms < limit || vw_fault_raised(&w->fault))
         return;
     char kv[128];
     vw_kafka_versions(kv, sizeof kv);
@@ -66,7 +66,11 @@ static void check_broker(struct vw_worker *w, int64_t now) {
            protocol ? "this librdkafka cannot read the broker's protocol answer (ApiVersions); "
                       "a newer librdkafka may (docs/worker.md \"librdkafka versions\")"
                     : "check bootstrap.servers, the network and the broker's listeners");
-    vw_worker_set_fatal(w);
+    VW_RAISE(&w->fault, VW_EKAFKA, "broker_timeout",
+             "no Kafka broker answered within delivery.start_timeout_ms (%lld ms), bootstrap=%s "
+             "last_error=\"%s\"",
+             (long long)limit, bootstrap(w->cfg),
+             w->broker_error[0] ? w->broker_error : "none reported");
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
@@ -145,7 +149,7 @@ static void drain(struct vw_worker *w) {
     w->stopping = true;
     w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
     vw_consumer_stop_fetching(w);
-    while (!w->fatal && !vw_worker_idle(w) && vw_now_ms() < w->stop_deadline_ms)
+    while (!vw_fault_raised(&w->fault) && !vw_worker_idle(w) && vw_now_ms() < w->stop_deadline_ms)
         turn(w, 10);
     if (!w->replay)
         vw_consumer_commit(w, true);
@@ -158,7 +162,8 @@ void vw_worker_stop(struct vw_worker *w) {
     w->stopping = true;
     if (!w->stop_deadline_ms)
         w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
-    if (w->n_flights && (w->fatal || vw_now_ms() >= w->stop_deadline_ms) && w->proc->ops->cancel) {
+    if (w->n_flights && (vw_fault_raised(&w->fault) || vw_now_ms() >= w->stop_deadline_ms) &&
+        w->proc->ops->cancel) {
         /* The grace period is over (or the worker failed): the device work at
          * hand stops at its next tree, so the process exits in time; those
          * records are neither produced nor committed (the next owner reads
@@ -265,7 +270,9 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     w->topic = cfg->topics.input;
     w->results_topic = cfg->topics.results;
     w->wake[0] = w->wake[1] = -1;
+    vw_fault_init(&w->fault, metrics);
     if (vw_crashpoint_init(&w->crash, getenv("VW_CRASH_AT"), err)) {
+        vw_fault_destroy(&w->fault);
         free(w);
         return VW_EINVAL;
     }
@@ -314,14 +321,13 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
     VW_LOG(w->log, VW_LOG_INFO, "worker",
            "running topic=%s results=%s processor=%s librdkafka=\"%s\"", w->topic, w->results_topic,
            w->proc->ops->name, kv);
-    while (!*stop_flag && !w->fatal)
+    while (!*stop_flag && !vw_fault_raised(&w->fault))
         vw_worker_step(w);
-    if (!w->fatal)
+    if (!vw_fault_raised(&w->fault))
         drain(w);
     vw_worker_stop(w);
-    if (w->fatal)
-        return VW_FAIL(err, VW_EKAFKA, "kafka_fatal", "fatal librdkafka error (see the log)");
-    return VW_OK;
+    /* The first cause (fault.h): the caller's last log line names it. */
+    return vw_fault_cause(&w->fault, err);
 }
 
 void vw_worker_free(vw_worker *w) {
@@ -350,5 +356,6 @@ void vw_worker_free(vw_worker *w) {
         if (w->wake[i] >= 0)
             close(w->wake[i]);
     free(w->ranges);
+    vw_fault_destroy(&w->fault);
     free(w);
 }

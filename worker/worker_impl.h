@@ -32,6 +32,7 @@
 #include <stdio.h>
 
 #include "batcher.h"
+#include "fault.h"
 #include "queue.h"
 #include "item.h"
 #include "offsets.h"
@@ -81,7 +82,7 @@ struct vw_worker {
     vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool stopping;
-    bool fatal;                      /* stop, exit 1, commit nothing past what was delivered */
+    vw_fault fault;                  /* the first cause that stops the worker (fault.h) */
     bool producer_dead;              /* the producer can deliver nothing more (implies fatal) */
     bool more;                       /* the last turn left work queued: do not sleep */
     int64_t turn_ms;                 /* vw_now_ms() at the start of this turn (admission times) */
@@ -105,13 +106,6 @@ struct vw_worker {
     const char *results_topic;
     size_t replay_total, replay_done;
 };
-
-/* Marks the worker fatal: the loop ends, it exits 1 and commits nothing past
- * what was delivered; /healthz turns 503. The caller logs why. */
-static inline void vw_worker_set_fatal(struct vw_worker *w) {
-    w->fatal = true;
-    vw_metrics_set_fatal(w->metrics);
-}
 
 /* ---- flow.c ---- */
 /* Intake of one consumed record: tracked, copied into an item and queued for

@@ -154,6 +154,19 @@ int vw_kh_count_log(const vw_kh_proc *p, const char *needle) {
     return n;
 }
 
+char *vw_kh_last_log_line(const vw_kh_proc *p) {
+    char *log = vw_read_file(p->log_path, NULL);
+    if (!log)
+        return NULL;
+    size_t n = strlen(log);
+    while (n && (log[n - 1] == '\n' || log[n - 1] == '\r'))
+        log[--n] = 0;
+    const char *nl = strrchr(log, '\n');
+    char *last = strdup(nl ? nl + 1 : log);
+    free(log);
+    return last;
+}
+
 /* WNOWAIT: a process that exited stays waitable, so vw_kh_stop still gets
  * its exit status after a wait that saw it die. */
 static int alive(const vw_kh_proc *p) {

@@ -67,6 +67,8 @@ int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env
 int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms);
 /* Counts occurrences of needle in the log. */
 int vw_kh_count_log(const vw_kh_proc *p, const char *needle);
+/* The log's last non-empty line (malloc'd), or NULL. */
+char *vw_kh_last_log_line(const vw_kh_proc *p);
 /* Sends sig (0: none) and waits up to timeout_ms for the exit; SIGKILL after
  * that. Returns the exit code (128+signal when killed), -1 when it had to be killed. */
 int vw_kh_stop(vw_kh_proc *p, int sig, int timeout_ms);
