@@ -165,7 +165,7 @@ const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t off
         *len = key_len;
         return key;
     }
-    vw_source_string(buf, VW_SOURCE_MAX, topic, partition, offset);
+    vw_record_source(buf, VW_SOURCE_MAX, topic, partition, offset);
     *len = strlen(buf);
     return buf;
 }
@@ -179,7 +179,7 @@ char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const 
     return strndup(id, len);
 }
 
-void vw_source_string(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset) {
+void vw_record_source(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset) {
     size_t t = strlen(topic);
     if (cap < t + 48) { /* rare: a topic name near the buffer size */
         snprintf(buf, cap, "%s:%d:%lld", topic, (int)partition, (long long)offset);

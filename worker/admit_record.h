@@ -77,7 +77,7 @@ char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const 
                     size_t hdr_len, const void *key, size_t key_len);
 
 /* "topic:partition:offset" into buf. */
-void vw_source_string(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset);
+void vw_record_source(char *buf, size_t cap, const char *topic, int32_t partition, int64_t offset);
 
 /* The result record value: r->value (a JSON object) with "request_id" and
  * "source":{"topic","partition","offset","timestamp"} put first. VW_EINVAL

@@ -42,6 +42,12 @@ struct vw_consumer {
 
 /* ---- callbacks (all on the Kafka thread) -------------------------------- */
 
+/* The consumer's error callback (fault.h for a fatal one). */
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    struct vw_worker *w = opaque;
+    vw_kafka_error(rk, "consumer", err, reason, w->log, &w->fault, &w->health);
+}
+
 bool vw_consumer_join_line(const char *fac, const char *buf, bool *steady, bool *joined) {
     if (strcmp(fac, "CGRPJOINSTATE"))
         return false;
@@ -127,7 +133,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     json_object_foreach(json_object_get(root, "brokers"), bname, broker) {
         const char *state = json_string_value(json_object_get(broker, "state"));
         if (state && !strcmp(state, "UP"))
-            w->broker_up = true;
+            w->health.up = true;
     }
     const char *js =
         w->replay ? NULL
@@ -322,7 +328,7 @@ static void revoke_partitions(struct vw_worker *w, const rd_kafka_topic_partitio
         int64_t deadline = vw_now_ms() + w->cfg->delivery.revoke_wait_ms;
         if (w->stopping && w->stop_deadline_ms < deadline)
             deadline = w->stop_deadline_ms;
-        vw_worker_settle(w, parts, deadline);
+        w->settle(w, parts, deadline);
         rd_kafka_topic_partition_list_t *l = pending_commits(w, parts);
         if (l) {
             commit_list(w, l, true);
@@ -428,7 +434,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     vw_metrics_inc(w->metrics, VW_M_REBALANCES, 1);
-    w->broker_up = true;
+    w->health.up = true;
     w->cons->assigned_once = true;
     w->cons->commit_hold_until = 0; /* a callback means this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -562,7 +568,7 @@ vw_status vw_consumer_conf(struct vw_worker *w, rd_kafka_conf_t *conf, vw_err *e
                                strstr(strategy, "sticky");
     rd_kafka_conf_set_opaque(conf, w);
     rd_kafka_conf_set_log_cb(conf, on_log);
-    rd_kafka_conf_set_error_cb(conf, vw_kafka_on_error);
+    rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_stats_cb(conf, on_stats);
     if (!w->replay) {
         rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
@@ -707,7 +713,7 @@ static void take(struct vw_worker *w, rd_kafka_message_t *m) {
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
     } else if (!w->stopping) {
-        w->broker_up = true;   /* a record came: a broker answered (replay to a file sees
+        w->health.up = true;   /* a record came: a broker answered (replay to a file sees
                                   no rebalance or delivery, maybe no statistics) */
         if (w->cons->starts.n) /* a record: its partition fetches */
             vw_starts_remove(&w->cons->starts, m->partition);

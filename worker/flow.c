@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "admit_record.h"
-#include "producer.h"
 #include "service/clock.h"
 #include "worker_impl.h"
 
@@ -459,28 +458,4 @@ void vw_flow_drop_partition(struct vw_worker *w, int32_t partition) {
     if (dropped)
         VW_LOG(w->log, VW_LOG_INFO, "worker", "abandoned queued work tp=%s:%d records=%zu",
                w->topic, (int)partition, dropped);
-}
-
-/* Partitions being revoked still have results on the way: in the executor,
- * or produced and not yet acknowledged. */
-static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
-    if (w->producer_dead)
-        return false; /* nothing more will be acknowledged: queued results were purged */
-    if (w->n_flights)
-        return true;
-    for (int i = 0; i < parts->cnt; i++)
-        if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))
-            return true;
-    return false;
-}
-
-void vw_worker_settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
-                      int64_t deadline_ms) {
-    for (;;) {
-        vw_flow_collect(w);
-        vw_produce_ready(w);
-        if (!revoked_busy(w, parts) || vw_now_ms() >= deadline_ms)
-            break;
-        vw_producer_poll(w, 10);
-    }
 }

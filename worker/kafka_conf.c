@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "worker_impl.h"
+#include "service/clock.h"
 
 vw_status vw_kafka_conf_set(rd_kafka_conf_t *conf, const char *key, const char *value,
                             vw_err *err) {
@@ -80,29 +80,30 @@ vw_status vw_kafka_client_error(const vw_config *cfg, const char *client, const 
                    errstr, value);
 }
 
-void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
-    struct vw_worker *w = opaque;
+bool vw_kafka_error(rd_kafka_t *rk, const char *client, int err, const char *reason,
+                    const vw_log *log, vw_fault *fault, vw_kafka_health *h) {
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char cause[512];
         rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
-        VW_LOG(w->log, VW_LOG_ERROR, "kafka",
+        VW_LOG(log, VW_LOG_ERROR, "kafka",
                "fatal client error, stopping client=%s err=%s "
                "reason=\"%s\"",
                rd_kafka_name(rk), rd_kafka_err2name(real), cause);
-        if (rk == w->producer)
-            w->producer_dead = true;
-        VW_RAISE(&w->fault, VW_EKAFKA, "kafka_fatal", "fatal %s error %s: %s",
-                 rk == w->producer ? "producer" : "consumer", rd_kafka_err2name(real), cause);
-        return;
+        VW_RAISE(fault, VW_EKAFKA, "kafka_fatal", "fatal %s error %s: %s", client,
+                 rd_kafka_err2name(real), cause);
+        return true;
     }
     /* Everything else is informational: librdkafka recovers by itself. The
      * reason a broker could not be used is kept for the start check
      * (worker.c): "1/1 brokers are down" says less than the reason before. */
     if (err == RD_KAFKA_RESP_ERR__TRANSPORT || err == RD_KAFKA_RESP_ERR__RESOLVE ||
-        err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL)
-        snprintf(w->broker_error, sizeof w->broker_error, "%s", reason);
-    VW_LOG(w->log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
+        err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL) {
+        snprintf(h->error, sizeof h->error, "%s", reason);
+        h->error_ms = vw_now_ms();
+    }
+    VW_LOG(log, VW_LOG_WARN, "kafka", "client error client=%s err=%s reason=\"%s\"",
            rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    return false;
 }
 
 bool vw_kafka_before(int major, int minor, int revision) {

@@ -1,8 +1,9 @@
 /* kafka_conf.h — what the worker's two librdkafka clients share: setting
  * configuration properties with a named error, and the error callback.
  * Thread-safety: the conf helpers run on the Kafka thread before a client
- * exists; the error callback runs on the Kafka thread (served by the clients'
- * polls). Errors: VW_EINVAL names the key, the value and librdkafka's reason.
+ * exists; vw_kafka_error runs in the clients' error callbacks, on the Kafka
+ * thread (served by their polls). Errors: VW_EINVAL names the key, the value and librdkafka's
+ * reason.
  */
 #ifndef VW_KAFKA_CONF_H
 #define VW_KAFKA_CONF_H
@@ -10,8 +11,11 @@
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "fault.h"
 #include "service/config.h"
+#include "service/log.h"
 #include "vw_status.h"
 
 /* Sets one property. */
@@ -58,8 +62,20 @@ bool vw_kafka_issue_on(int issue);
 /* "2.16.0 (built against 2.0.2)" into buf. */
 void vw_kafka_versions(char *buf, size_t cap);
 
-/* The error callback of both clients (opaque: the worker): a fatal error (e.g.
- * of the idempotent producer) stops the worker; anything else is logged. */
-void vw_kafka_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque);
+/* What a client learnt of its brokers, for the loop's start check (worker.c
+ * check_broker). Written on the Kafka thread only. */
+typedef struct vw_kafka_health {
+    bool up;          /* some broker answered (statistics, a rebalance, a record, a delivery) */
+    char error[240];  /* librdkafka's last reason a broker could not be used, or "" */
+    int64_t error_ms; /* when it was kept (vw_now_ms) */
+} vw_kafka_health;
+
+/* The work of either client's error callback (client: "consumer" or
+ * "producer"): a fatal error (ERR__FATAL, e.g. of the idempotent producer) is
+ * logged with rd_kafka_fatal_error's cause and raised into fault as
+ * "kafka_fatal" (true returned); the reason a broker could not be used is
+ * kept in h; anything else is logged only (librdkafka recovers by itself). */
+bool vw_kafka_error(rd_kafka_t *rk, const char *client, int err, const char *reason,
+                    const vw_log *log, vw_fault *fault, vw_kafka_health *h);
 
 #endif

@@ -35,15 +35,16 @@ static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t
 /* One line per report; on a terminal the reports overwrite each other (\r),
  * anywhere else (a log file, a pipe) each ends its line. */
 static void progress(struct vw_worker *w, int64_t t0, bool last) {
-    double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? w->replay_done / secs : 0;
-    size_t left = w->replay_total > w->replay_done ? w->replay_total - w->replay_done : 0;
+    size_t done = vw_sink_done(w->sink);
+    double secs = (double)(vw_now_ms() - t0) / 1e3, rate = secs > 0 ? done / secs : 0;
+    size_t left = w->replay_total > done ? w->replay_total - done : 0;
     char eta[32] = "?";
     if (rate > 0)
         snprintf(eta, sizeof eta, "%.1f s", (double)left / rate);
-    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", w->replay_done,
+    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", done,
             w->replay_total,
-            w->replay_total ? 100.0 * (double)w->replay_done / (double)w->replay_total : 100.0,
-            rate, eta, last || !isatty(fileno(stderr)) ? "\n" : "\r");
+            w->replay_total ? 100.0 * (double)done / (double)w->replay_total : 100.0, rate, eta,
+            last || !isatty(fileno(stderr)) ? "\n" : "\r");
     fflush(stderr);
 }
 
@@ -71,7 +72,7 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
                            vw_err *err) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n_ranges + 1);
     w->replay = true;
-    w->sink = out;
+    w->replay_out = out;
     if (results_topic)
         w->results_topic = results_topic;
     w->ranges = calloc(n_ranges + 1, sizeof *w->ranges);
@@ -101,12 +102,12 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
         /* The first cause (fault.h), its status kept. */
         progress(w, t0, true);
         st = VW_FAIL(err, cause.status, "replay_stopped",
-                     "replay stopped before the end (%zu of %zu records): %s (%s)", w->replay_done,
-                     w->replay_total, cause.msg, cause.type);
+                     "replay stopped before the end (%zu of %zu records): %s (%s)",
+                     vw_sink_done(w->sink), w->replay_total, cause.msg, cause.type);
     } else if (!st && *stop_flag) {
         progress(w, t0, true);
         st = VW_FAIL(err, VW_ETRANSIENT, "replay_stopped",
-                     "replay stopped before the end (%zu of %zu records)", w->replay_done,
+                     "replay stopped before the end (%zu of %zu records)", vw_sink_done(w->sink),
                      w->replay_total);
     }
     vw_worker_stop(w);

@@ -14,7 +14,6 @@
 
 #include "consumer.h"
 #include "kafka_conf.h"
-#include "producer.h"
 #include "service/clock.h"
 #include "worker_impl.h"
 
@@ -53,24 +52,63 @@ static const char *bootstrap(const vw_config *cfg) {
  * cannot parse) and stops with exit 1 instead of retrying in silence. */
 static void check_broker(struct vw_worker *w, int64_t now) {
     int64_t limit = w->cfg->delivery.start_timeout_ms;
-    if (w->broker_up || limit <= 0 || now - w->started_ms < limit || vw_fault_raised(&w->fault))
+    const vw_kafka_health *c = &w->health, *p = vw_sink_health(w->sink);
+    if (c->up || p->up || limit <= 0 || now - w->started_ms < limit || vw_fault_raised(&w->fault))
         return;
+    /* librdkafka's last reason, from either client. */
+    const char *last = p->error_ms > c->error_ms ? p->error : c->error;
     char kv[128];
     vw_kafka_versions(kv, sizeof kv);
-    bool protocol = strstr(w->broker_error, "ApiVersion") != NULL;
+    bool protocol = strstr(last, "ApiVersion") != NULL;
     VW_LOG(w->log, VW_LOG_ERROR, "worker",
            "no Kafka broker answered within delivery.start_timeout_ms, stopping bootstrap=%s "
            "start_timeout_ms=%lld librdkafka=\"%s\" last_error=\"%s\" hint=\"%s\"",
-           bootstrap(w->cfg), (long long)limit, kv,
-           w->broker_error[0] ? w->broker_error : "none reported",
+           bootstrap(w->cfg), (long long)limit, kv, last[0] ? last : "none reported",
            protocol ? "this librdkafka cannot read the broker's protocol answer (ApiVersions); "
                       "a newer librdkafka may (docs/worker.md \"librdkafka versions\")"
                     : "check bootstrap.servers, the network and the broker's listeners");
     VW_RAISE(&w->fault, VW_EKAFKA, "broker_timeout",
              "no Kafka broker answered within delivery.start_timeout_ms (%lld ms), bootstrap=%s "
              "last_error=\"%s\"",
-             (long long)limit, bootstrap(w->cfg),
-             w->broker_error[0] ? w->broker_error : "none reported");
+             (long long)limit, bootstrap(w->cfg), last[0] ? last : "none reported");
+}
+
+/* Hands the sink what it may produce: the failed deliveries it keeps, then
+ * every result the ledger has ready, in partition order. */
+static void produce_ready(struct vw_worker *w) {
+    vw_offset_pos pos;
+    vw_sink_redo(w->sink);
+    while (!vw_sink_dead(w->sink) && vw_offsets_next_ready(w->tracker, &pos))
+        vw_sink_produce(w->sink, pos.result);
+}
+
+/* Partitions being revoked still have results on the way: in the executor,
+ * or produced and not yet acknowledged. */
+static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
+    if (vw_sink_dead(w->sink))
+        return false; /* nothing more will be acknowledged: queued results were purged */
+    if (w->n_flights)
+        return true;
+    for (int i = 0; i < parts->cnt; i++)
+        if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))
+            return true;
+    return false;
+}
+
+/* The revoke settle (worker_impl.h `settle`), installed as the consumer's
+ * hook: collect, produce, poll until the revoked partitions are idle or the
+ * deadline. */
+static void settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
+                   int64_t deadline_ms) {
+    if (!w->sink)
+        return; /* a revoke at the close of a start that failed before the sink opened */
+    for (;;) {
+        vw_flow_collect(w);
+        produce_ready(w);
+        if (!revoked_busy(w, parts) || vw_now_ms() >= deadline_ms)
+            break;
+        vw_sink_poll(w->sink, 10);
+    }
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
@@ -82,7 +120,7 @@ static void turn(struct vw_worker *w, int wait) {
      * the record queue's I/O event does not fire again for records that were
      * already waiting while intake was stopped. */
     double c0 = vw_thread_cpu_s();
-    vw_producer_poll(w, 0);
+    vw_sink_poll(w->sink, 0);
     double c1 = vw_thread_cpu_s();
     w->more = vw_consumer_poll(w);
     vw_flow_admitted(w);
@@ -94,7 +132,7 @@ static void turn(struct vw_worker *w, int wait) {
         vw_batcher_flush(w->batcher, now);
     vw_flow_dispatch(w, now);
     double c3 = vw_thread_cpu_s();
-    vw_produce_ready(w);
+    produce_ready(w);
     double c4 = vw_thread_cpu_s();
     vw_metrics_stage(w->metrics, VW_S_PRODUCE, (c1 - c0) + (c4 - c3));
     if (!w->replay && now >= w->next_commit_ms) {
@@ -116,14 +154,29 @@ void vw_worker_step(struct vw_worker *w) {
 
 bool vw_worker_idle(struct vw_worker *w) {
     return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->n_admitting && !w->held &&
-           !w->n_retry && !w->n_redo && !vw_batcher_pending(w->batcher) && !w->n_flights;
+           !w->n_retry && !vw_sink_pending(w->sink) && !vw_batcher_pending(w->batcher) &&
+           !w->n_flights;
 }
 
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
     w->started_ms = vw_now_ms();
+    w->started = true;
     vw_status st = vw_consumer_open(w, err);
-    if (!st && !w->sink)
-        st = vw_producer_open(w, err);
+    if (!st) {
+        vw_sink_opts o = {.cfg = w->cfg,
+                          .log = w->log,
+                          .proc = w->proc,
+                          .metrics = w->metrics,
+                          .ledger = w->tracker,
+                          .fault = &w->fault,
+                          .crash = &w->crash,
+                          .topic = w->topic,
+                          .results_topic = w->results_topic,
+                          .file = w->replay_out,
+                          .replay = w->replay,
+                          .wake_fd = w->wake[1]};
+        st = vw_sink_open(&o, &w->sink, err);
+    }
     if (st)
         return st;
     for (; w->pool_started < w->n_pool; w->pool_started++)
@@ -186,7 +239,9 @@ void vw_worker_stop(struct vw_worker *w) {
     for (; w->pool_started > 0; w->pool_started--)
         pthread_join(w->pool[w->pool_started - 1], NULL);
     vw_flow_collect(w);
-    vw_producer_close(w);
+    if (w->sink)
+        vw_sink_close(w->sink, w->stop_deadline_ms);
+    w->started = false;
 }
 
 /* ---- the start check (worker.h) ---------------------------------------------- */
@@ -242,7 +297,7 @@ vw_status vw_worker_check(const vw_config *cfg, const vw_log *log, bool replay, 
         cc = NULL; /* taken */
     }
     if (!st)
-        st = vw_producer_conf(w, pc, err);
+        st = vw_sink_conf(cfg, pc, err);
     if (!st) {
         st = check_client(w, RD_KAFKA_PRODUCER, pc, err);
         pc = NULL;
@@ -270,6 +325,7 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     w->topic = cfg->topics.input;
     w->results_topic = cfg->topics.results;
     w->wake[0] = w->wake[1] = -1;
+    w->settle = settle;
     vw_fault_init(&w->fault, metrics);
     if (vw_crashpoint_init(&w->crash, getenv("VW_CRASH_AT"), err)) {
         vw_fault_destroy(&w->fault);
@@ -333,16 +389,14 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
 void vw_worker_free(vw_worker *w) {
     if (!w)
         return;
-    if (w->consumer || w->producer || w->exec_started || w->pool_started || w->admit_started)
+    if (w->started)
         vw_worker_stop(w);
     vw_batch_free(w->held, vw_item_free_cb);
     vw_batcher_free(w->batcher, vw_item_free_cb);
     for (size_t i = 0; i < w->n_retry; i++)
         vw_item_free(w->retry[i]);
-    for (size_t i = 0; i < w->n_redo; i++)
-        vw_item_free(w->redo[i]);
     free(w->retry);
-    free(w->redo);
+    vw_sink_free(w->sink);
     vw_queue_free(w->to_exec, vw_flow_flight_free_cb);
     vw_queue_free(w->to_finish, vw_flow_flight_free_cb);
     vw_queue_free(w->from_exec, vw_flow_flight_free_cb);

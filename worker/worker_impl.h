@@ -34,7 +34,9 @@
 #include "batcher.h"
 #include "fault.h"
 #include "queue.h"
+#include "sink.h"
 #include "item.h"
+#include "kafka_conf.h"
 #include "offsets.h"
 #include "processor.h"
 #include "service/config.h"
@@ -62,9 +64,9 @@ struct vw_worker {
     vw_processor *proc;
     vw_metrics *metrics;
     const char *topic; /* input topic (config-owned) */
-    rd_kafka_t *consumer, *producer;
+    rd_kafka_t *consumer;
     struct vw_consumer *cons; /* the consumer side's own state (consumer.c) */
-    rd_kafka_queue_t *pq;     /* the producer main queue */
+    vw_sink *sink;            /* the producer side (sink.h) */
     int wake[2];              /* non-blocking pipe */
     vw_offsets *tracker;
     vw_batcher *batcher;
@@ -79,11 +81,8 @@ struct vw_worker {
                            processing thread on it (vw_flow_can_dispatch) */
     vw_item **retry;    /* RETRY items waiting for their backoff */
     size_t n_retry, cap_retry;
-    vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
-    size_t n_redo, cap_redo;
     bool stopping;
     vw_fault fault;                  /* the first cause that stops the worker (fault.h) */
-    bool producer_dead;              /* the producer can deliver nothing more (implies fatal) */
     bool more;                       /* the last turn left work queued: do not sleep */
     int64_t turn_ms;                 /* vw_now_ms() at the start of this turn (admission times) */
     vw_queue *to_admit, *from_admit; /* the admission lane (flow.c "Admission") */
@@ -95,16 +94,22 @@ struct vw_worker {
     int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
     int64_t started_ms;       /* when the clients were opened */
-    bool broker_up;           /* some broker answered (statistics, a rebalance, a delivery) */
-    char broker_error[240];   /* librdkafka's last reason a broker could not be used */
-    vw_crashpoint crash;      /* VW_CRASH_AT test hook (crashpoint.h) */
+    vw_kafka_health health;   /* the consumer's brokers (kafka_conf.h; the sink keeps its own) */
+    bool started;             /* vw_worker_start ran: vw_worker_stop is due */
+    /* The revoke settle, the loop's (worker.c), called from the rebalance
+     * callback: collects results, produces what is ready and serves delivery
+     * reports until no result of parts is in the executor or unacknowledged,
+     * or until deadline_ms. */
+    void (*settle)(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
+                   int64_t deadline_ms);
+    vw_crashpoint crash; /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
     bool replay;
     vw_range *ranges;
     size_t n_ranges;
-    FILE *sink; /* JSONL output instead of a results topic, or NULL */
+    FILE *replay_out; /* JSONL output instead of a results topic, or NULL */
     const char *results_topic;
-    size_t replay_total, replay_done;
+    size_t replay_total;
 };
 
 /* ---- flow.c ---- */
@@ -142,11 +147,6 @@ void vw_flow_dispatch(struct vw_worker *w, int64_t now);
 bool vw_flow_can_dispatch(const struct vw_worker *w);
 /* Drops batched/retrying items of a partition (revoke). */
 void vw_flow_drop_partition(struct vw_worker *w, int32_t partition);
-/* The revoke drain: collects results, produces what is ready and serves
- * delivery reports until no result of `parts` is in the executor or
- * unacknowledged, or until deadline_ms. */
-void vw_worker_settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
-                      int64_t deadline_ms);
 
 /* ---- worker.c (for replay.c) ---- */
 /* Opens the clients, starts the executor thread. */

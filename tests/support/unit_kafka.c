@@ -1,0 +1,84 @@
+/* unit_kafka.c — the worker unit suites' helpers (see unit_kafka.h). */
+#include "unit_kafka.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "echo.h"
+#include "kafka_harness.h"
+
+vw_broker *vw_unit_broker(const char *topics) {
+    vw_broker *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_broker_new(1, &b, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_broker_create_topics(b, topics, &err), VW_OK, "%s", err.msg);
+    return b;
+}
+
+vw_config *vw_unit_config(const vw_broker *b, const char *group, const char *extra_yaml) {
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml,
+             "kafka:\n"
+             "  bootstrap.servers: \"%s\"\n"
+             "%s%s%s"
+             "  consumer:\n"
+             "    session.timeout.ms: 6000\n"
+             "    heartbeat.interval.ms: 1000\n"
+             "    fetch.wait.max.ms: 10\n"
+             "  producer:\n"
+             "    linger.ms: 2\n"
+             "topics: {input: requests, results: results, dlq: requests.dlq}\n"
+             "model: {device: test-echo}\n"
+             "metrics: {stats_interval_ms: 1000}\n"
+             "%s",
+             vw_broker_bootstraps(b), group ? "  group.id: " : "", group ? group : "",
+             group ? "\n" : "", extra_yaml ? extra_yaml : "");
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_config_parse(yaml, strlen(yaml), "unit.yaml", NULL, &cfg, &err), VW_OK, "%s",
+                 err.msg);
+    return cfg;
+}
+
+vw_processor *vw_unit_echo(void) {
+    vw_processor *p = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_echo_processor_new(&p, &err), VW_OK, "%s", err.msg);
+    return p;
+}
+
+vw_item *vw_unit_item(vw_processor *p, int32_t partition, int64_t offset, uint32_t epoch,
+                      const char *request_id, const char *value, const char *result) {
+    size_t id_len = strlen(request_id), value_len = strlen(value);
+    vw_item *it = calloc(1, sizeof *it + id_len + 1 + value_len);
+    cr_assert_not_null(it);
+    it->proc = p;
+    it->partition = partition;
+    it->offset = offset;
+    it->epoch = epoch;
+    it->timestamp = -1;
+    it->request_id = it->data;
+    memcpy(it->request_id, request_id, id_len + 1);
+    it->value = it->data + id_len + 1;
+    memcpy(it->value, value, value_len);
+    it->value_len = value_len;
+    if (result) {
+        it->kind = VW_RESULT_RECORD;
+        it->vela_status = 200;
+        it->res_value = strdup(result);
+        it->res_len = strlen(result);
+    }
+    return it;
+}
+
+bool vw_unit_until(bool (*done)(void *ctx), void (*step)(void *ctx), void *ctx, int timeout_ms) {
+    int64_t end = vw_kh_now_ms() + timeout_ms;
+    while (!done(ctx)) {
+        if (vw_kh_now_ms() >= end)
+            return false;
+        step(ctx);
+    }
+    return true;
+}

@@ -1,0 +1,41 @@
+/* unit_kafka.h — helpers for the worker's unit suites (test_sink, test_source,
+ * test_flow): an in-process mock cluster (worker/service/broker.h), a config
+ * pointing at it, items made by hand, and a poll-until loop. Ownership: each
+ * helper says what the caller frees. Thread-safety: one test thread. Errors:
+ * a failing set-up fails the test (cr_assert).
+ */
+#ifndef VW_UNIT_KAFKA_H
+#define VW_UNIT_KAFKA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "item.h"
+#include "processor.h"
+#include "service/broker.h"
+#include "service/config.h"
+
+/* A one-broker mock cluster with the topics of spec ("name:parts,..."). */
+vw_broker *vw_unit_broker(const char *topics);
+
+/* A config for the broker: topics requests/results/requests.dlq, the
+ * consumer's test timings of docs/kafka-notes.md §1.5 (group `group`, may be
+ * NULL), plus extra YAML (may be NULL). vw_config_free it. */
+vw_config *vw_unit_config(const vw_broker *b, const char *group, const char *extra_yaml);
+
+/* The test-echo processor (echo.h). vw_processor_free it. */
+vw_processor *vw_unit_echo(void);
+
+/* An item as the flow makes one (one allocation: request id, no key, value),
+ * for partition:offset of the input topic in ledger epoch `epoch`. With a
+ * result (kind RECORD, vela status 200, value `result`) when result is not
+ * NULL. vw_item_free it (or hand it on). */
+vw_item *vw_unit_item(vw_processor *p, int32_t partition, int64_t offset, uint32_t epoch,
+                      const char *request_id, const char *value, const char *result);
+
+/* Calls step(ctx) until done(ctx) is true or timeout_ms passed; true when
+ * done. */
+bool vw_unit_until(bool (*done)(void *ctx), void (*step)(void *ctx), void *ctx, int timeout_ms);
+
+#endif

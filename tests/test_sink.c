@@ -1,0 +1,235 @@
+/* test_sink.c — the sink on its own (worker/sink.h) against an in-process
+ * mock cluster: results produced in the order handed over and acknowledged in
+ * the ledger with the contract's headers; a FATAL item dead-lettered; a
+ * permanent delivery error kept for redo and dead-lettered outside the
+ * callback; a dead producer leaves the record unanswered and unacknowledged
+ * and raises kafka_fatal; replay lines to a file. No loop, source or flow. */
+#include "sink.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka_harness.h"
+#include "unit_kafka.h"
+
+#define TOPICS "requests:2,results:2,requests.dlq:1"
+#define RESULT "{\"answers\":{\"q\":{\"echo\":\"q\"}}}"
+
+typedef struct fixture {
+    vw_broker *b;
+    vw_config *cfg;
+    vw_processor *proc;
+    vw_metrics *metrics;
+    vw_offsets *ledger;
+    vw_fault fault;
+    vw_crashpoint crash;
+    vw_log log;
+    vw_sink *sink;
+    uint32_t epoch[2];
+} fixture;
+
+static void setup(fixture *f, const char *crash, FILE *file) {
+    memset(f, 0, sizeof *f);
+    f->b = vw_unit_broker(TOPICS);
+    f->cfg = vw_unit_config(f->b, NULL, NULL);
+    f->proc = vw_unit_echo();
+    f->metrics = vw_metrics_new();
+    f->ledger = vw_offsets_new(vw_item_free_cb);
+    vw_fault_init(&f->fault, f->metrics);
+    vw_err err = {0};
+    cr_assert_eq(vw_crashpoint_init(&f->crash, crash, &err), VW_OK, "%s", err.msg);
+    f->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
+    for (int p = 0; p < 2; p++)
+        cr_assert_eq(vw_offsets_assign(f->ledger, "requests", p, &f->epoch[p], NULL), VW_OK);
+    vw_sink_opts o = {.cfg = f->cfg,
+                      .log = &f->log,
+                      .proc = f->proc,
+                      .metrics = f->metrics,
+                      .ledger = f->ledger,
+                      .fault = &f->fault,
+                      .crash = &f->crash,
+                      .topic = "requests",
+                      .results_topic = "results",
+                      .file = file,
+                      .replay = file != NULL,
+                      .wake_fd = -1};
+    cr_assert_eq(vw_sink_open(&o, &f->sink, &err), VW_OK, "%s", err.msg);
+}
+
+static void teardown(fixture *f) {
+    vw_sink_free(f->sink);
+    vw_offsets_free(f->ledger);
+    vw_fault_destroy(&f->fault);
+    vw_metrics_free(f->metrics);
+    vw_processor_free(f->proc);
+    vw_config_free(f->cfg);
+    vw_broker_free(f->b);
+}
+
+/* Tracks partition:offset and files its item as READY in the ledger. */
+static void ready(fixture *f, int32_t p, int64_t off, const char *id, const char *result) {
+    cr_assert_eq(vw_offsets_track(f->ledger, "requests", p, off, NULL), VW_OK);
+    vw_item *it = vw_unit_item(f->proc, p, off, f->epoch[p], id, "{\"q\":1}", result);
+    if (!result)
+        vw_item_fail(it, VW_RESULT_FATAL, "boom", "the processor failed");
+    cr_assert_eq(vw_offsets_set_result(f->ledger, "requests", p, f->epoch[p], off, it, NULL),
+                 VW_OK);
+}
+
+/* What the loop does (worker.c produce_ready): the ledger's ready results,
+ * in its order, to the sink. */
+static void hand_over(fixture *f) {
+    vw_offset_pos pos;
+    vw_sink_redo(f->sink);
+    while (!vw_sink_dead(f->sink) && vw_offsets_next_ready(f->ledger, &pos))
+        vw_sink_produce(f->sink, pos.result);
+}
+
+static bool all_acked(void *ctx) {
+    return vw_offsets_in_flight(((fixture *)ctx)->ledger, NULL, 0) == 0;
+}
+static bool redo_kept(void *ctx) {
+    return vw_sink_pending(((fixture *)ctx)->sink) > 0;
+}
+static void poll_sink(void *ctx) {
+    vw_sink_poll(((fixture *)ctx)->sink, 20);
+}
+static void hand_and_poll(void *ctx) {
+    hand_over(ctx);
+    poll_sink(ctx);
+}
+
+Test(sink, results_in_partition_order_acknowledged_with_headers) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    for (int p = 0; p < 2; p++)
+        for (int64_t o = 0; o < 5; o++) {
+            char id[16];
+            snprintf(id, sizeof id, "r%d-%lld", p, (long long)o);
+            ready(&f, p, o, id, RESULT);
+        }
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000), "every result acknowledged");
+    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 0), 5);
+    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 1), 5);
+    cr_assert_not(vw_fault_raised(&f.fault));
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "results", 10, 15000);
+    cr_assert_eq(json_array_size(recs), 10);
+    int64_t last[2][2] = {{-1, -1}, {-1, -1}}; /* [results partition][input partition] */
+    size_t i;
+    json_t *r;
+    json_array_foreach(recs, i, r) {
+        const char *id = vw_kh_header(r, "request-id"), *src = vw_kh_header(r, "source");
+        cr_assert_not_null(id);
+        cr_assert_str_eq(vw_kh_header(r, "vela-status"), "200");
+        cr_assert_not_null(vw_kh_header(r, "vela-model"));
+        int ip = -1;
+        long long off = -1;
+        cr_assert_eq(sscanf(src, "requests:%d:%lld", &ip, &off), 2, "%s", src);
+        char want[16];
+        snprintf(want, sizeof want, "r%d-%lld", ip, off);
+        cr_assert_str_eq(id, want, "the header names the record it answers");
+        const char *payload = json_string_value(json_object_get(r, "payload"));
+        cr_assert(!strncmp(payload, "{\"request_id\":", 14), "%s", payload);
+        int rp = (int)json_integer_value(json_object_get(r, "partition"));
+        cr_assert_gt(off, last[rp][ip], "input order within a results partition");
+        last[rp][ip] = off;
+    }
+    json_decref(recs);
+    teardown(&f);
+}
+
+Test(sink, fatal_result_goes_to_the_dlq_and_is_acknowledged) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    ready(&f, 0, 0, "dead-1", NULL);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 15000);
+    cr_assert_eq(json_array_size(recs), 1);
+    json_t *r = json_array_get(recs, 0);
+    cr_assert_str_eq(vw_kh_header(r, "request-id"), "dead-1");
+    cr_assert_str_eq(vw_kh_header(r, "vela-error-type"), "boom");
+    cr_assert_str_eq(vw_kh_header(r, "vela-error"), "the processor failed");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "payload")), "{\"q\":1}",
+                     "the request itself");
+    json_decref(recs);
+    teardown(&f);
+}
+
+/* MSG_SIZE_TOO_LARGE (10) on the first Produce: the delivery report keeps the
+ * item for redo (never produced inside the callback), the next hand-over
+ * dead-letters it with the broker's error as its type. */
+Test(sink, permanent_delivery_error_is_redone_as_a_dead_letter) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    vw_err err = {0};
+    cr_assert_eq(vw_broker_control(f.b, "err 0 1 10", &err), VW_OK, "%s", err.msg);
+    ready(&f, 1, 0, "big-1", RESULT);
+    hand_over(&f);
+    cr_assert(vw_unit_until(redo_kept, poll_sink, &f, 15000), "the failed delivery is kept");
+    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 1, "not acknowledged yet");
+    cr_assert(vw_unit_until(all_acked, hand_and_poll, &f, 15000));
+    cr_assert_eq(vw_sink_pending(f.sink), 0);
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 15000);
+    cr_assert_eq(json_array_size(recs), 1);
+    cr_assert_str_eq(vw_kh_header(json_array_get(recs, 0), "vela-error-type"),
+                     "MSG_SIZE_TOO_LARGE");
+    json_decref(recs);
+    teardown(&f);
+}
+
+/* VW_CRASH_AT before_produce:2:fatal fails the producer as a broken
+ * idempotent sequence would: the second record is refused, left unanswered
+ * and unacknowledged (never dead-lettered or dropped), the sink is dead and
+ * the fault record holds kafka_fatal. */
+Test(sink, dead_producer_leaves_the_record_unacknowledged) {
+    fixture f;
+    setup(&f, "before_produce:2:fatal", NULL);
+    ready(&f, 0, 0, "ok-1", RESULT);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    ready(&f, 0, 1, "refused-2", RESULT);
+    ready(&f, 0, 2, "never-3", RESULT);
+    hand_over(&f);
+    cr_assert(vw_sink_dead(f.sink));
+    vw_err cause = {0};
+    cr_assert_eq(vw_fault_cause(&f.fault, &cause), VW_EKAFKA);
+    cr_assert_str_eq(cause.type, "kafka_fatal");
+    cr_assert(strstr(cause.msg, "fatal producer error OUT_OF_ORDER_SEQUENCE_NUMBER"), "%s",
+              cause.msg);
+    vw_sink_poll(f.sink, 200);
+    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 0), 1, "nothing past the first");
+    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 2);
+    json_t *dlq = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 1000);
+    cr_assert_eq(json_array_size(dlq), 0, "not dead-lettered");
+    json_decref(dlq);
+    teardown(&f);
+}
+
+/* Replay to a file: one line per item, acknowledged at once, counted. */
+Test(sink, replay_lines_to_a_file) {
+    FILE *out = tmpfile();
+    cr_assert_not_null(out);
+    fixture f;
+    setup(&f, NULL, out);
+    ready(&f, 0, 0, "line-1", RESULT);
+    ready(&f, 0, 1, "line-2", NULL);
+    hand_over(&f);
+    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 0);
+    cr_assert_eq(vw_sink_done(f.sink), 2);
+    rewind(out);
+    char line[512];
+    cr_assert_not_null(fgets(line, sizeof line, out));
+    cr_assert_str_eq(line, "{\"source\":\"requests:0:0\",\"request_id\":\"line-1\",\"vela_status\":"
+                           "200,\"value\":{\"request_id\":\"line-1\",\"source\":{\"topic\":"
+                           "\"requests\",\"partition\":0,\"offset\":0,\"timestamp\":null},"
+                           "\"answers\":{\"q\":{\"echo\":\"q\"}}}}\n");
+    cr_assert_not_null(fgets(line, sizeof line, out));
+    cr_assert_str_eq(line, "{\"source\":\"requests:0:1\",\"request_id\":\"line-2\","
+                           "\"dead_letter\":\"boom\"}\n");
+    teardown(&f);
+    fclose(out);
+}

@@ -1,0 +1,420 @@
+/* sink.c — the worker's sink: result records, dead letters, delivery reports
+ * and the redo list, or replay lines to a file (see sink.h). Runs on the
+ * Kafka thread only (delivery reports are served by this unit's polls and
+ * produce calls). Never consumes or commits: an acknowledgement only tells
+ * the ledger (offsets.h). */
+#include "sink.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission/canonical_json.h"
+#include "admit_record.h"
+#include "service/clock.h"
+
+struct vw_sink {
+    vw_sink_opts o;
+    rd_kafka_t *rk;      /* NULL: a file sink, or closed */
+    rd_kafka_queue_t *q; /* the producer's main queue (I/O event -> wake_fd) */
+    vw_item **redo;      /* failed deliveries to produce again (outside the DR callback) */
+    size_t n_redo, cap_redo;
+    bool dead;   /* the producer can deliver nothing more (raised into the fault record) */
+    size_t done; /* replay: results delivered or written */
+    vw_kafka_health health;
+};
+
+/* Errors that no retry can fix: the record must take another way. */
+static bool permanent(rd_kafka_resp_err_t e) {
+    return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+           e == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_RECORD ||
+           e == RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE || e == RD_KAFKA_RESP_ERR_INVALID_MSG ||
+           e == RD_KAFKA_RESP_ERR__INVALID_ARG || e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+}
+
+static void add_header(rd_kafka_headers_t *h, const char *name, const void *v, size_t len) {
+    rd_kafka_header_add(h, name, -1, v, (ssize_t)len);
+}
+
+static rd_kafka_headers_t *base_headers(vw_sink *s, const vw_item *it) {
+    char source[320];
+    const char *model = s->o.proc->ops->model(s->o.proc);
+    vw_record_source(source, sizeof source, s->o.topic, it->partition, it->offset);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    add_header(h, VW_HDR_REQUEST_ID, it->request_id, strlen(it->request_id));
+    add_header(h, VW_HDR_MODEL, model, strlen(model));
+    add_header(h, VW_HDR_SOURCE, source, strlen(source));
+    return h;
+}
+
+/* True when the producer can deliver nothing more: it raised a fatal error
+ * (the error callback may not have been served yet when producev answers
+ * __FATAL, hence the direct check). Marks the worker fatal: exit 1. */
+static bool producer_dead(vw_sink *s, rd_kafka_resp_err_t e) {
+    char cause[256] = "";
+    rd_kafka_resp_err_t real;
+    if (!s->dead && ((real = rd_kafka_fatal_error(s->rk, cause, sizeof cause)) ||
+                     e == RD_KAFKA_RESP_ERR__FATAL)) {
+        s->dead = true;
+        VW_RAISE(s->o.fault, VW_EKAFKA, "kafka_fatal", "fatal producer error %s: %s",
+                 rd_kafka_err2name(real ? real : e), real ? cause : rd_kafka_err2str(e));
+    }
+    return s->dead;
+}
+
+/* Hands one message to librdkafka; retries while its queue is full.
+ * Takes ownership of h on success. */
+static rd_kafka_resp_err_t send_msg(vw_sink *s, const char *topic, const vw_item *it,
+                                    const void *value, size_t len, rd_kafka_headers_t *h) {
+    for (;;) {
+        rd_kafka_resp_err_t e =
+            rd_kafka_producev(s->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(it->key, it->key_len),
+                              RD_KAFKA_V_VALUE((void *)value, len), RD_KAFKA_V_HEADERS(h),
+                              RD_KAFKA_V_OPAQUE((void *)it), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || producer_dead(s, e))
+            return e;
+        rd_kafka_poll(s->rk, 10); /* serve delivery reports, then retry */
+    }
+}
+
+/* Leaves a record unanswered and unacknowledged: its offset is never committed,
+ * so the next owner of the partition answers it. For a producer that can send
+ * nothing any more — not a fault of this record, so neither a dead letter nor
+ * a drop (which would commit it unanswered). */
+static void abandon(vw_sink *s, vw_item *it, const char *why) {
+    VW_LOG(s->o.log, VW_LOG_WARN, "producer",
+           "record left unanswered and uncommitted request_id=\"%s\" tp=%s:%d:%lld reason=\"%s\"",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, why);
+    vw_item_free(it);
+}
+
+/* Gives up on a record that has no way out: logs, counts and acknowledges it so
+ * the partition keeps moving (docs/contract.md "Delivery guarantees"). */
+static void drop(vw_sink *s, vw_item *it, const char *why) {
+    VW_LOG(s->o.log, VW_LOG_ERROR, "producer",
+           "record dropped: neither a result nor a dead letter could be produced "
+           "request_id=\"%s\" tp=%s:%d:%lld reason=\"%s\"",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, why);
+    vw_offsets_ack(s->o.ledger, s->o.topic, it->partition, it->epoch, it->offset, NULL);
+    vw_item_free(it);
+}
+
+/* Sends the request to the DLQ; the item's type and message say why (kept in
+ * the item: a failed dead-letter delivery is produced again with them). */
+static void dead_letter(vw_sink *s, vw_item *it) {
+    const char *type = it->type[0] ? it->type : "no_result", *msg = vw_item_msg(it);
+    rd_kafka_headers_t *h = base_headers(s, it);
+    add_header(h, VW_HDR_ERROR, msg, strlen(msg));
+    add_header(h, VW_HDR_ERROR_TYPE, type, strlen(type));
+    it->dead_letter = true;
+    VW_LOG(s->o.log, VW_LOG_WARN, "producer", "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, type);
+    rd_kafka_resp_err_t e = send_msg(s, s->o.cfg->topics.dlq, it, it->value, it->value_len, h);
+    if (e) {
+        rd_kafka_headers_destroy(h);
+        if (producer_dead(s, e))
+            abandon(s, it, rd_kafka_err2str(e));
+        else
+            drop(s, it, rd_kafka_err2str(e));
+    }
+}
+
+/* Replay to a file: one JSON line per result, acknowledged at once. */
+static void write_line(vw_sink *s, vw_item *it) {
+    vw_sbuf sb = {0};
+    char source[320];
+    vw_record_source(source, sizeof source, s->o.topic, it->partition, it->offset);
+    vw_sbuf_puts(&sb, "{\"source\":");
+    vw_canon_string(&sb, source, strlen(source));
+    vw_sbuf_puts(&sb, ",\"request_id\":");
+    vw_canon_string(&sb, it->request_id, strlen(it->request_id));
+    if (it->kind == VW_RESULT_RECORD && it->out_value) {
+        vw_sbuf_printf(&sb, ",\"vela_status\":%d,\"value\":", it->vela_status);
+        vw_sbuf_put(&sb, it->out_value, it->out_len);
+    } else {
+        const char *type = it->type[0] ? it->type : "no_result";
+        vw_sbuf_puts(&sb, ",\"dead_letter\":");
+        vw_canon_string(&sb, type, strlen(type));
+    }
+    vw_sbuf_puts(&sb, "}\n");
+    if (!vw_sbuf_status(&sb))
+        fwrite(sb.p, 1, sb.len, s->o.file);
+    vw_sbuf_free(&sb);
+    vw_offsets_ack(s->o.ledger, s->o.topic, it->partition, it->epoch, it->offset, NULL);
+    s->done++;
+    vw_item_free(it);
+}
+
+/* VW_CRASH_AT=<point>:<n>:fatal (crashpoint.h): the producer fails as an
+ * idempotent producer's broken sequence would make it. */
+static void fail_producer(vw_sink *s) {
+    rd_kafka_test_fatal_error(s->rk, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, "VW_CRASH_AT");
+}
+
+static void produce_one(vw_sink *s, vw_item *it) {
+    vw_err err = {0};
+    if (it->kind == VW_RESULT_RECORD && !it->out_value) {
+        vw_result r = {.kind = VW_RESULT_RECORD, .value = it->res_value, .value_len = it->res_len};
+        vw_record rec = {.topic = s->o.topic,
+                         .partition = it->partition,
+                         .offset = it->offset,
+                         .timestamp = it->timestamp,
+                         .request_id = it->request_id};
+        if (vw_result_value(&r, &rec, &it->out_value, &it->out_len, &err))
+            /* a processor bug: the record still moves on */
+            vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
+    }
+    if (s->o.file) {
+        write_line(s, it);
+        return;
+    }
+    if (it->kind != VW_RESULT_RECORD) {
+        dead_letter(s, it);
+        return;
+    }
+    if (vw_crashpoint_hit(s->o.crash, VW_CRASH_BEFORE_PRODUCE))
+        fail_producer(s);
+    char status[24];
+    size_t status_len = vw_fmt_i64(status, it->vela_status);
+    rd_kafka_headers_t *h = base_headers(s, it);
+    add_header(h, VW_HDR_STATUS, status, status_len);
+    for (size_t i = 0; i < it->n_headers; i++)
+        add_header(h, it->headers[i].name, it->headers[i].value, it->headers[i].value_len);
+    const char *topic = it->reply_topic ? it->reply_topic : s->o.results_topic;
+    rd_kafka_resp_err_t e = send_msg(s, topic, it, it->out_value, it->out_len, h);
+    if (e) {
+        rd_kafka_headers_destroy(h);
+        vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
+        if (producer_dead(s, e)) {
+            abandon(s, it, rd_kafka_err2str(e));
+            return;
+        }
+        vw_item_fail(it, VW_RESULT_FATAL, "produce_failed", rd_kafka_err2str(e));
+        dead_letter(s, it);
+    }
+    if (!e && vw_crashpoint_hit(s->o.crash, VW_CRASH_AFTER_PRODUCE))
+        fail_producer(s);
+}
+
+void vw_sink_produce(vw_sink *s, vw_item *it) {
+    produce_one(s, it);
+}
+
+void vw_sink_redo(vw_sink *s) {
+    /* Delivery reports served while producing may add to the redo list: work
+     * on a detached copy. */
+    vw_item **redo = s->redo;
+    size_t n_redo = s->n_redo;
+    s->redo = NULL;
+    s->n_redo = s->cap_redo = 0;
+    for (size_t i = 0; i < n_redo; i++) {
+        vw_item *it = redo[i];
+        uint32_t epoch = 0;
+        if (producer_dead(s, RD_KAFKA_RESP_ERR_NO_ERROR))
+            abandon(s, it, "the producer failed fatally");
+        else if (!s->o.replay &&
+                 (!vw_offsets_is_assigned(s->o.ledger, s->o.topic, it->partition, &epoch) ||
+                  epoch != it->epoch))
+            vw_item_free(it); /* revoked or re-assigned since: the next owner answers it */
+        else if (it->redo_dlq)
+            dead_letter(s, it);
+        else
+            produce_one(s, it);
+    }
+    free(redo);
+}
+
+/* Counts what an acknowledged result was. */
+static void count_result(vw_sink *s, const vw_item *it) {
+    if (it->dead_letter) {
+        vw_metrics_inc(s->o.metrics, VW_M_DLQ, 1);
+        return;
+    }
+    vw_metrics_result(s->o.metrics, it->vela_status);
+    if (it->timestamp >= 0)
+        vw_metrics_observe(s->o.metrics, VW_H_E2E, (double)(vw_wall_ms() - it->timestamp) / 1e3);
+    if (it->vela_status == 200)
+        return;
+    if (it->type[0]) { /* the rejection named its type */
+        vw_metrics_rejection(s->o.metrics, it->type);
+        return;
+    }
+    /* Else one count per triple of the rejection's detail. */
+    json_t *v = json_loadb(it->out_value, it->out_len, 0, NULL);
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(v, "detail"), i, d)
+        vw_metrics_rejection(s->o.metrics, json_string_value(json_object_get(d, "type")));
+    json_decref(v);
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    (void)rk;
+    vw_sink *s = opaque;
+    vw_item *it = m->_private;
+    if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
+        vw_item_free(it); /* shutdown past the grace period: left uncommitted */
+        return;
+    }
+    if (!m->err) {
+        s->health.up = true;
+        if (s->o.replay)
+            s->done++;
+        count_result(s, it);
+        /* A stale epoch (the partition was revoked meanwhile) is not an error:
+         * the new owner replays from the committed offset. */
+        vw_offsets_ack(s->o.ledger, s->o.topic, it->partition, it->epoch, it->offset, NULL);
+        vw_item_free(it);
+        if (vw_crashpoint_hit(s->o.crash, VW_CRASH_AFTER_DELIVERY))
+            fail_producer(s);
+        return;
+    }
+    vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
+    VW_LOG(s->o.log, VW_LOG_WARN, "producer",
+           "delivery failed request_id=\"%s\" tp=%s:%d:%lld err=%s", it->request_id, s->o.topic,
+           (int)it->partition, (long long)it->offset, rd_kafka_err2name(m->err));
+    uint32_t epoch = 0;
+    if (!s->o.replay && (!vw_offsets_is_assigned(s->o.ledger, s->o.topic, it->partition, &epoch) ||
+                         epoch != it->epoch)) {
+        vw_item_free(it); /* revoked (or re-assigned since): no longer ours */
+        return;
+    }
+    if (producer_dead(s, m->err)) {
+        abandon(s, it, rd_kafka_err2str(m->err));
+        return;
+    }
+    if (permanent(m->err) && it->dead_letter) {
+        drop(s, it, rd_kafka_err2str(m->err));
+        return;
+    }
+    /* Transient (librdkafka already retried for message.timeout.ms): produce it
+     * again; permanent: dead-letter it. Either way outside this callback. */
+    if (permanent(m->err)) {
+        it->redo_dlq = true;
+        vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(m->err), rd_kafka_err2str(m->err));
+    } else {
+        it->redo_dlq = it->dead_letter;
+    }
+    if (!vw_items_push(&s->redo, &s->n_redo, &s->cap_redo, it)) {
+        /* Acknowledging it would commit it unanswered: stop instead (exit 1). */
+        VW_RAISE(s->o.fault, VW_ENOMEM, "out_of_memory", "the redo list, request_id=\"%s\"",
+                 it->request_id);
+        abandon(s, it, "out of memory for the retry list: stopping");
+    }
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+    vw_sink *s = rd_kafka_opaque(rk);
+    vw_log_level lvl = level <= 3 ? VW_LOG_ERROR : level == 4 ? VW_LOG_WARN : VW_LOG_DEBUG;
+    VW_LOG(s->o.log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
+}
+
+/* The producer's error callback (fault.h for a fatal one). */
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    vw_sink *s = opaque;
+    if (vw_kafka_error(rk, "producer", err, reason, s->o.log, s->o.fault, &s->health))
+        s->dead = true;
+}
+
+vw_status vw_sink_conf(const vw_config *cfg, rd_kafka_conf_t *conf, vw_err *err) {
+    vw_status st = vw_kafka_conf_set(conf, "client.id", "vela-worker", err);
+    if (!st)
+        /* group.id sits in the common section by the documented shape; it is the
+         * consumer's (a producer would warn CONFWARN and ignore it). */
+        st = vw_kafka_conf_apply(conf, &cfg->kafka.common, "group.id", err);
+    if (!st)
+        st = vw_kafka_conf_apply(conf, &cfg->kafka.producer, NULL, err);
+    /* Idempotence keeps per-partition order across retries; acks=all is what
+     * "acknowledged" means in the commit rule. */
+    if (!st)
+        st = vw_kafka_conf_set(conf, "enable.idempotence", "true", err);
+    if (!st)
+        st = vw_kafka_conf_set(conf, "acks", "all", err);
+    return st;
+}
+
+vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
+    char errstr[512];
+    *out = NULL;
+    vw_sink *s = calloc(1, sizeof *s);
+    if (!s)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "sink");
+    s->o = *o;
+    if (o->file) { /* replay to a file: no client */
+        *out = s;
+        return VW_OK;
+    }
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    vw_status st = conf ? vw_sink_conf(o->cfg, conf, err)
+                        : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
+    if (st)
+        goto done;
+    rd_kafka_conf_set_opaque(conf, s);
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_error_cb(conf, on_error);
+    rd_kafka_conf_set_log_cb(conf, on_log);
+    s->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!s->rk) {
+        st = VW_FAIL(err, VW_EKAFKA, "kafka_client", "producer: %s", errstr);
+        goto done;
+    }
+    conf = NULL;
+    s->q = rd_kafka_queue_get_main(s->rk);
+    if (o->wake_fd >= 0)
+        rd_kafka_queue_io_event_enable(s->q, o->wake_fd, "p", 1);
+done:
+    if (conf)
+        rd_kafka_conf_destroy(conf);
+    if (st) {
+        vw_sink_free(s);
+        return st;
+    }
+    *out = s;
+    return VW_OK;
+}
+
+void vw_sink_poll(vw_sink *s, int timeout_ms) {
+    if (s->rk)
+        rd_kafka_poll(s->rk, timeout_ms);
+}
+
+bool vw_sink_dead(const vw_sink *s) {
+    return s->dead;
+}
+
+size_t vw_sink_pending(const vw_sink *s) {
+    return s->n_redo;
+}
+
+size_t vw_sink_done(const vw_sink *s) {
+    return s->done;
+}
+
+const vw_kafka_health *vw_sink_health(const vw_sink *s) {
+    return &s->health;
+}
+
+void vw_sink_close(vw_sink *s, int64_t deadline_ms) {
+    if (!s->rk)
+        return;
+    int64_t left = deadline_ms - vw_now_ms();
+    rd_kafka_flush(s->rk, left > 1000 ? (int)left : 1000);
+    rd_kafka_purge(s->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(s->rk, 0); /* purged delivery reports free their items */
+    if (s->o.wake_fd >= 0)
+        rd_kafka_queue_io_event_enable(s->q, -1, NULL, 0);
+    rd_kafka_queue_destroy(s->q);
+    s->q = NULL;
+    rd_kafka_destroy(s->rk);
+    s->rk = NULL;
+}
+
+void vw_sink_free(vw_sink *s) {
+    if (!s)
+        return;
+    vw_sink_close(s, vw_now_ms());
+    for (size_t i = 0; i < s->n_redo; i++)
+        vw_item_free(s->redo[i]);
+    free(s->redo);
+    free(s);
+}
