@@ -134,14 +134,6 @@ static void header(const rd_kafka_headers_t *h, const char *name, const void **v
         *v = NULL;
 }
 
-/* The replay range of a partition, or NULL (run mode). */
-const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition) {
-    for (size_t i = 0; i < w->n_ranges; i++)
-        if (w->ranges[i].partition == partition)
-            return &w->ranges[i];
-    return NULL;
-}
-
 /* One allocation holds the item, its request id, key and value: all the
  * Kafka thread does with a consumed record (the checks and the plan run on an
  * admission thread, see "Admission" below). NULL when out of memory. */
@@ -186,10 +178,8 @@ static vw_item *new_item(struct vw_worker *w, const rd_kafka_message_t *m, uint3
 void vw_flow_intake(struct vw_worker *w, const rd_kafka_message_t *m) {
     uint32_t epoch;
     vw_err err = {0};
-    const vw_range *r = vw_range_of(w, m->partition);
-    if (!vw_offsets_is_assigned(w->tracker, w->topic, m->partition, &epoch) ||
-        (r && (m->offset < r->start || m->offset >= r->end)))
-        return; /* revoked meanwhile, or outside the replay range */
+    if (!vw_offsets_is_assigned(w->tracker, w->topic, m->partition, &epoch))
+        return; /* revoked meanwhile */
     if (vw_offsets_track(w->tracker, w->topic, m->partition, m->offset, &err)) {
         if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
             VW_LOG(w->log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",

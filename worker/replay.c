@@ -9,22 +9,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "consumer.h"
 #include "service/clock.h"
 #include "worker_impl.h"
 
 /* Pauses finished partitions; true when every range is consumed. */
 static bool ranges_consumed(struct vw_worker *w, rd_kafka_topic_partition_list_t *l) {
     bool all = true;
-    if (rd_kafka_position(w->consumer, l))
+    if (!vw_source_positions(w->source, l))
         return false;
     for (int i = 0; i < l->cnt; i++) {
         const vw_range *r = vw_range_of(w, l->elems[i].partition);
         if (l->elems[i].offset >= r->end) {
-            rd_kafka_topic_partition_list_t *one = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(one, w->topic, l->elems[i].partition);
-            rd_kafka_pause_partitions(w->consumer, one);
-            rd_kafka_topic_partition_list_destroy(one);
+            vw_source_pause(w->source, l->elems[i].partition);
         } else {
             all = false;
         }
@@ -60,11 +56,7 @@ static vw_status replay_assign(struct vw_worker *w, rd_kafka_topic_partition_lis
         vw_offsets_assign(w->tracker, w->topic, r->partition, NULL, NULL);
         w->replay_total += (size_t)(r->end - r->start);
     }
-    vw_consumer_route(w, l);
-    rd_kafka_resp_err_t e = l->cnt ? rd_kafka_assign(w->consumer, l) : 0;
-    if (e)
-        return VW_FAIL(err, VW_EKAFKA, "kafka_assign", "assign: %s", rd_kafka_err2str(e));
-    return VW_OK;
+    return vw_source_assign(w->source, l, err);
 }
 
 vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,

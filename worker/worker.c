@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "consumer.h"
 #include "kafka_conf.h"
 #include "service/clock.h"
+#include "source_conf.h"
 #include "worker_impl.h"
 
 enum { IDLE_POLL_MS = 100 };
@@ -52,7 +52,7 @@ static const char *bootstrap(const vw_config *cfg) {
  * cannot parse) and stops with exit 1 instead of retrying in silence. */
 static void check_broker(struct vw_worker *w, int64_t now) {
     int64_t limit = w->cfg->delivery.start_timeout_ms;
-    const vw_kafka_health *c = &w->health, *p = vw_sink_health(w->sink);
+    const vw_kafka_health *c = vw_source_health(w->source), *p = vw_sink_health(w->sink);
     if (c->up || p->up || limit <= 0 || now - w->started_ms < limit || vw_fault_raised(&w->fault))
         return;
     /* librdkafka's last reason, from either client. */
@@ -95,11 +95,12 @@ static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_lis
     return false;
 }
 
-/* The revoke settle (worker_impl.h `settle`), installed as the consumer's
- * hook: collect, produce, poll until the revoked partitions are idle or the
- * deadline. */
-static void settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
-                   int64_t deadline_ms) {
+/* The source's settle hook (source.h): before a revoke's commit, collect,
+ * produce and serve deliveries until the revoked partitions' results are
+ * acknowledged or deadline_ms. Runs inside the rebalance callback. */
+static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
+                      int64_t deadline_ms) {
+    struct vw_worker *w = ctx;
     if (!w->sink)
         return; /* a revoke at the close of a start that failed before the sink opened */
     for (;;) {
@@ -109,6 +110,28 @@ static void settle(struct vw_worker *w, const rd_kafka_topic_partition_list_t *p
             break;
         vw_sink_poll(w->sink, 10);
     }
+}
+
+/* The source's record hook: a consumed record goes to the flow, unless it is
+ * outside its replay range. */
+static void on_record(void *ctx, const rd_kafka_message_t *m) {
+    struct vw_worker *w = ctx;
+    const vw_range *r = vw_range_of(w, m->partition);
+    if (r && (m->offset < r->start || m->offset >= r->end))
+        return;
+    vw_flow_intake(w, m);
+}
+
+/* The source's drop hook: a revoked partition's queued work goes. */
+static void on_drop(void *ctx, int32_t partition) {
+    vw_flow_drop_partition(ctx, partition);
+}
+
+const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition) {
+    for (size_t i = 0; i < w->n_ranges; i++)
+        if (w->ranges[i].partition == partition)
+            return &w->ranges[i];
+    return NULL;
 }
 
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
@@ -122,7 +145,7 @@ static void turn(struct vw_worker *w, int wait) {
     double c0 = vw_thread_cpu_s();
     vw_sink_poll(w->sink, 0);
     double c1 = vw_thread_cpu_s();
-    w->more = vw_consumer_poll(w);
+    w->more = vw_source_poll(w->source, vw_flow_admit_room(w));
     vw_flow_admitted(w);
     vw_metrics_stage(w->metrics, VW_S_INTAKE, vw_thread_cpu_s() - c1);
     vw_flow_collect(w);
@@ -136,12 +159,12 @@ static void turn(struct vw_worker *w, int wait) {
     double c4 = vw_thread_cpu_s();
     vw_metrics_stage(w->metrics, VW_S_PRODUCE, (c1 - c0) + (c4 - c3));
     if (!w->replay && now >= w->next_commit_ms) {
-        vw_consumer_commit(w, false);
+        vw_source_commit(w->source, false);
         w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
         vw_metrics_stage(w->metrics, VW_S_COMMIT, vw_thread_cpu_s() - c4);
     }
     if (!w->replay && !w->stopping && now >= w->next_route_ms) {
-        vw_consumer_reroute(w);
+        vw_source_reroute(w->source);
         w->next_route_ms = now + 1000;
     }
     check_broker(w, now);
@@ -161,7 +184,17 @@ bool vw_worker_idle(struct vw_worker *w) {
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
     w->started_ms = vw_now_ms();
     w->started = true;
-    vw_status st = vw_consumer_open(w, err);
+    vw_source_opts so = {.cfg = w->cfg,
+                         .log = w->log,
+                         .metrics = w->metrics,
+                         .ledger = w->tracker,
+                         .fault = &w->fault,
+                         .crash = &w->crash,
+                         .topic = w->topic,
+                         .replay = w->replay,
+                         .wake_fd = w->wake[1],
+                         .hooks = {w, on_record, on_drop, on_settle}};
+    vw_status st = vw_source_open(&so, &w->source, err);
     if (!st) {
         vw_sink_opts o = {.cfg = w->cfg,
                           .log = w->log,
@@ -201,11 +234,11 @@ static void drain(struct vw_worker *w) {
     int64_t t0 = vw_now_ms();
     w->stopping = true;
     w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
-    vw_consumer_stop_fetching(w);
+    vw_source_stop_fetching(w->source, w->stop_deadline_ms);
     while (!vw_fault_raised(&w->fault) && !vw_worker_idle(w) && vw_now_ms() < w->stop_deadline_ms)
         turn(w, 10);
     if (!w->replay)
-        vw_consumer_commit(w, true);
+        vw_source_commit(w->source, true);
     VW_LOG(w->log, VW_LOG_INFO, "worker", "drained in_flight=%zu elapsed_ms=%lld",
            vw_offsets_in_flight(w->tracker, NULL, 0), (long long)(vw_now_ms() - t0));
 }
@@ -226,7 +259,8 @@ void vw_worker_stop(struct vw_worker *w) {
                w->n_flights, vw_offsets_in_flight(w->tracker, NULL, 0));
         w->proc->ops->cancel(w->proc);
     }
-    vw_consumer_close(w); /* a revoke may still produce and commit */
+    if (w->source) /* a revoke may still produce and commit */
+        vw_source_close(w->source, w->stop_deadline_ms);
     vw_flow_stop_admission(w);
     /* The executor drains to_exec into to_finish and closes it; the
      * processing threads drain that into from_exec (never full: see new). */
@@ -258,15 +292,15 @@ static void check_log(const rd_kafka_t *rk, int level, const char *fac, const ch
 
 /* Creates a client of conf (taken) without brokers or callbacks but the log,
  * and destroys it at once. */
-static vw_status check_client(struct vw_worker *w, rd_kafka_type_t type, rd_kafka_conf_t *conf,
-                              vw_err *err) {
+static vw_status check_client(const vw_config *cfg, const vw_log *log, rd_kafka_type_t type,
+                              rd_kafka_conf_t *conf, vw_err *err) {
     char errstr[512];
     vw_status st = vw_kafka_conf_set(conf, "bootstrap.servers", "", err);
     if (st) {
         rd_kafka_conf_destroy(conf);
         return st;
     }
-    rd_kafka_conf_set_opaque(conf, (void *)w->log);
+    rd_kafka_conf_set_opaque(conf, (void *)log);
     rd_kafka_conf_set_log_cb(conf, check_log);
     rd_kafka_conf_set_error_cb(conf, NULL);
     rd_kafka_conf_set_stats_cb(conf, NULL);
@@ -276,7 +310,7 @@ static vw_status check_client(struct vw_worker *w, rd_kafka_type_t type, rd_kafk
     rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
     if (!rk) {
         rd_kafka_conf_destroy(conf);
-        return vw_kafka_client_error(w->cfg, type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
+        return vw_kafka_client_error(cfg, type == RD_KAFKA_CONSUMER ? "consumer" : "producer",
                                      errstr, err);
     }
     /* Never subscribed, no broker: nothing to leave. */
@@ -285,30 +319,24 @@ static vw_status check_client(struct vw_worker *w, rd_kafka_type_t type, rd_kafk
 }
 
 vw_status vw_worker_check(const vw_config *cfg, const vw_log *log, bool replay, vw_err *err) {
-    struct vw_worker *w = calloc(1, sizeof *w);
     rd_kafka_conf_t *cc = rd_kafka_conf_new(), *pc = rd_kafka_conf_new();
-    vw_status st = w && cc && pc ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "start check");
+    vw_status st = cc && pc ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "start check");
+    if (!st)
+        st = vw_source_conf(cfg, replay, cc, NULL, err);
     if (!st) {
-        *w = (struct vw_worker){.cfg = cfg, .log = log, .replay = replay};
-        st = vw_consumer_conf(w, cc, err);
-    }
-    if (!st) {
-        st = check_client(w, RD_KAFKA_CONSUMER, cc, err);
+        st = check_client(cfg, log, RD_KAFKA_CONSUMER, cc, err);
         cc = NULL; /* taken */
     }
     if (!st)
         st = vw_sink_conf(cfg, pc, err);
     if (!st) {
-        st = check_client(w, RD_KAFKA_PRODUCER, pc, err);
+        st = check_client(cfg, log, RD_KAFKA_PRODUCER, pc, err);
         pc = NULL;
     }
     if (cc)
         rd_kafka_conf_destroy(cc);
     if (pc)
         rd_kafka_conf_destroy(pc);
-    if (w)
-        vw_consumer_free(w);
-    free(w);
     return st;
 }
 
@@ -325,7 +353,6 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
     w->topic = cfg->topics.input;
     w->results_topic = cfg->topics.results;
     w->wake[0] = w->wake[1] = -1;
-    w->settle = settle;
     vw_fault_init(&w->fault, metrics);
     if (vw_crashpoint_init(&w->crash, getenv("VW_CRASH_AT"), err)) {
         vw_fault_destroy(&w->fault);
@@ -404,8 +431,8 @@ void vw_worker_free(vw_worker *w) {
     vw_queue_free(w->from_admit, vw_item_free_cb);
     free(w->pool);
     free(w->admitters);
+    vw_source_free(w->source);
     vw_offsets_free(w->tracker);
-    vw_consumer_free(w);
     for (int i = 0; i < 2; i++)
         if (w->wake[i] >= 0)
             close(w->wake[i]);

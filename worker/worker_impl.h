@@ -35,6 +35,7 @@
 #include "fault.h"
 #include "queue.h"
 #include "sink.h"
+#include "source.h"
 #include "item.h"
 #include "kafka_conf.h"
 #include "offsets.h"
@@ -51,7 +52,6 @@ typedef struct vw_range {
     int64_t start, end;
 } vw_range;
 
-struct vw_consumer;
 struct vw_flight; /* a micro-batch between prepare and collect (flow.c) */
 
 /* Batches prepared and waiting for the executor thread: one runs while the
@@ -64,10 +64,9 @@ struct vw_worker {
     vw_processor *proc;
     vw_metrics *metrics;
     const char *topic; /* input topic (config-owned) */
-    rd_kafka_t *consumer;
-    struct vw_consumer *cons; /* the consumer side's own state (consumer.c) */
-    vw_sink *sink;            /* the producer side (sink.h) */
-    int wake[2];              /* non-blocking pipe */
+    vw_source *source; /* the consumer side (source.h) */
+    vw_sink *sink;     /* the producer side (sink.h) */
+    int wake[2];       /* non-blocking pipe */
     vw_offsets *tracker;
     vw_batcher *batcher;
     vw_batch *held; /* a closed batch whose prepare ran out of memory: tried again */
@@ -91,18 +90,11 @@ struct vw_worker {
     size_t n_admitting; /* items in the lane: queued, being admitted, or back */
     size_t admit_cap;   /* the lane's capacity (both queues') */
     int64_t next_commit_ms;
-    int64_t next_route_ms;    /* vw_consumer_reroute: every assigned partition routed again */
+    int64_t next_route_ms;    /* vw_source_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
     int64_t started_ms;       /* when the clients were opened */
-    vw_kafka_health health;   /* the consumer's brokers (kafka_conf.h; the sink keeps its own) */
     bool started;             /* vw_worker_start ran: vw_worker_stop is due */
-    /* The revoke settle, the loop's (worker.c), called from the rebalance
-     * callback: collects results, produces what is ready and serves delivery
-     * reports until no result of parts is in the executor or unacknowledged,
-     * or until deadline_ms. */
-    void (*settle)(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts,
-                   int64_t deadline_ms);
-    vw_crashpoint crash; /* VW_CRASH_AT test hook (crashpoint.h) */
+    vw_crashpoint crash;      /* VW_CRASH_AT test hook (crashpoint.h) */
     /* replay mode (vw_worker_replay) */
     bool replay;
     vw_range *ranges;
@@ -127,8 +119,6 @@ void vw_flow_admitted(struct vw_worker *w);
 /* Stops the admission lane (shutdown): what was not admitted yet is dropped
  * uncommitted, the threads finish the record at hand and are joined. */
 void vw_flow_stop_admission(struct vw_worker *w);
-/* The replay range of a partition, or NULL (run mode). */
-const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition);
 /* The executor thread's main and a processing thread's main (arg: the worker). */
 void *vw_flow_exec_main(void *arg);
 void *vw_flow_finish_main(void *arg);
@@ -149,6 +139,8 @@ bool vw_flow_can_dispatch(const struct vw_worker *w);
 void vw_flow_drop_partition(struct vw_worker *w, int32_t partition);
 
 /* ---- worker.c (for replay.c) ---- */
+/* The replay range of a partition, or NULL (run mode). */
+const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition);
 /* Opens the clients, starts the executor thread. */
 vw_status vw_worker_start(struct vw_worker *w, vw_err *err);
 /* One turn of the loop, waiting at most until the next thing falls due. */

@@ -1,0 +1,235 @@
+/* test_source.c — the source on its own (worker/source.h) against an
+ * in-process mock cluster, its hooks played by the test: consumed records
+ * reach the record hook in partition order; intake stops at `room` and at
+ * limits.max_in_flight in the ledger and resumes once records are
+ * acknowledged; a revoke (the close) runs drop and settle before it commits
+ * what the ledger allows; replay assigns ranges without a group. No loop,
+ * flow or sink. */
+#include "source.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kafka_harness.h"
+#include "unit_kafka.h"
+
+#define TOPICS "requests:2,results:2,requests.dlq:1"
+enum { MAX_SEEN = 256 };
+
+typedef struct fixture {
+    vw_broker *b;
+    vw_config *cfg;
+    vw_metrics *metrics;
+    vw_offsets *ledger;
+    vw_fault fault;
+    vw_crashpoint crash;
+    vw_log log;
+    vw_source *src;
+    size_t room; /* what the test's loop can still admit */
+    /* what the hooks saw */
+    int32_t part[MAX_SEEN];
+    int64_t off[MAX_SEEN];
+    size_t n_seen;
+    int drops[2];
+    int settles;
+    int64_t settle_deadline;
+    size_t settle_parts;
+    size_t want; /* until: records seen */
+} fixture;
+
+static void on_record(void *ctx, const rd_kafka_message_t *m) {
+    fixture *f = ctx;
+    cr_assert_lt(f->n_seen, (size_t)MAX_SEEN);
+    cr_assert_eq(vw_offsets_track(f->ledger, "requests", m->partition, m->offset, NULL), VW_OK,
+                 "records come in offset order of assigned partitions");
+    f->part[f->n_seen] = m->partition;
+    f->off[f->n_seen++] = m->offset;
+    f->room--;
+}
+
+static void on_drop(void *ctx, int32_t partition) {
+    fixture *f = ctx;
+    cr_assert(partition == 0 || partition == 1);
+    f->drops[partition]++;
+}
+
+static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
+                      int64_t deadline_ms) {
+    fixture *f = ctx;
+    f->settles++;
+    f->settle_parts += (size_t)parts->cnt;
+    f->settle_deadline = deadline_ms;
+}
+
+static void setup(fixture *f, const char *group, const char *extra, bool replay) {
+    memset(f, 0, sizeof *f);
+    f->b = vw_unit_broker(TOPICS);
+    f->cfg = vw_unit_config(f->b, group, extra);
+    f->metrics = vw_metrics_new();
+    f->ledger = vw_offsets_new(NULL);
+    vw_fault_init(&f->fault, f->metrics);
+    vw_err err = {0};
+    cr_assert_eq(vw_crashpoint_init(&f->crash, NULL, &err), VW_OK);
+    f->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
+    f->room = 1000;
+    vw_source_opts o = {.cfg = f->cfg,
+                        .log = &f->log,
+                        .metrics = f->metrics,
+                        .ledger = f->ledger,
+                        .fault = &f->fault,
+                        .crash = &f->crash,
+                        .topic = "requests",
+                        .replay = replay,
+                        .wake_fd = -1,
+                        .hooks = {f, on_record, on_drop, on_settle}};
+    cr_assert_eq(vw_source_open(&o, &f->src, &err), VW_OK, "%s", err.msg);
+}
+
+static void teardown(fixture *f) {
+    vw_source_free(f->src);
+    vw_offsets_free(f->ledger);
+    vw_fault_destroy(&f->fault);
+    vw_metrics_free(f->metrics);
+    vw_config_free(f->cfg);
+    vw_broker_free(f->b);
+}
+
+/* n records with values "v<i>", i % 2 to partition i % 2. */
+static void produce(fixture *f, size_t first, size_t n) {
+    vw_kh_msg *m = calloc(n, sizeof *m);
+    char(*v)[16] = calloc(n, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(v[i], sizeof v[i], "v%zu", first + i);
+        m[i] = (vw_kh_msg){.partition = (int32_t)((first + i) % 2), .value = v[i]};
+    }
+    cr_assert_eq(vw_kh_produce(vw_broker_bootstraps(f->b), "requests", m, n, NULL, NULL), 0);
+    free(m);
+    free(v);
+}
+
+static bool seen_enough(void *ctx) {
+    fixture *f = ctx;
+    return f->n_seen >= f->want;
+}
+static void step(void *ctx) {
+    fixture *f = ctx;
+    vw_source_poll(f->src, f->room);
+    vw_kh_sleep_ms(5);
+}
+
+/* Acknowledges every record seen so far, as the flow and the sink would. */
+static void ack_all(fixture *f) {
+    for (size_t i = 0; i < f->n_seen; i++) {
+        uint32_t epoch = 0;
+        cr_assert(vw_offsets_is_assigned(f->ledger, "requests", f->part[i], &epoch));
+        vw_offsets_set_result(f->ledger, "requests", f->part[i], epoch, f->off[i], &f->part[i],
+                              NULL);
+    }
+    vw_offset_pos pos;
+    while (vw_offsets_next_ready(f->ledger, &pos))
+        cr_assert_eq(
+            vw_offsets_ack(f->ledger, pos.topic, pos.partition, pos.epoch, pos.offset, NULL),
+            VW_OK);
+}
+
+Test(source, records_reach_the_hook_in_partition_order_and_commit) {
+    fixture f;
+    setup(&f, "unit-source", NULL, false);
+    produce(&f, 0, 20);
+    f.want = 20;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 30000), "seen %zu of 20", f.n_seen);
+    int64_t next[2] = {0, 0};
+    for (size_t i = 0; i < f.n_seen; i++) {
+        cr_assert_eq(f.off[i], next[f.part[i]], "partition %d in order", f.part[i]);
+        next[f.part[i]]++;
+    }
+    cr_assert_eq(next[0], 10);
+    cr_assert_eq(next[1], 10);
+    ack_all(&f);
+    vw_source_commit(f.src, true);
+    int64_t committed[2];
+    cr_assert_eq(
+        vw_kh_committed(vw_broker_bootstraps(f.b), "unit-source", "requests", 2, committed), 0);
+    cr_assert_eq(committed[0], 10);
+    cr_assert_eq(committed[1], 10);
+    cr_assert_not(vw_fault_raised(&f.fault));
+    teardown(&f);
+}
+
+/* Intake takes at most `room` records, and none while max_in_flight records
+ * are unacknowledged in the ledger; acknowledging them lets it go on. */
+Test(source, intake_stops_at_room_and_at_max_in_flight) {
+    fixture f;
+    setup(&f, "unit-backpressure", "limits: {max_in_flight: 6}\n", false);
+    produce(&f, 0, 16);
+    f.room = 2;
+    f.want = 2;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 30000));
+    for (int i = 0; i < 20; i++)
+        step(&f);
+    cr_assert_eq(f.n_seen, 2, "room 0: nothing more taken");
+    f.room = 100;
+    f.want = 6;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 10000));
+    for (int i = 0; i < 20; i++)
+        step(&f);
+    cr_assert_eq(f.n_seen, 6, "max_in_flight 6 unacknowledged: nothing more taken");
+    ack_all(&f);
+    f.want = 12;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 10000), "acknowledged: intake goes on");
+    cr_assert_eq(f.n_seen, 12);
+    teardown(&f);
+}
+
+/* The close leaves the group: its revoke drops the partitions' queued work,
+ * settles them (deadline: the close's), then commits what the ledger has
+ * acknowledged, and only that. */
+Test(source, revoke_drops_settles_then_commits_the_acknowledged) {
+    fixture f;
+    setup(&f, "unit-revoke", NULL, false);
+    produce(&f, 0, 8);
+    f.want = 8;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 30000));
+    ack_all(&f);
+    produce(&f, 8, 2); /* seen, never acknowledged: not committed */
+    f.want = 10;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 10000));
+    int64_t deadline = vw_kh_now_ms() + 5000;
+    vw_source_close(f.src, deadline);
+    cr_assert_eq(f.drops[0], 1);
+    cr_assert_eq(f.drops[1], 1);
+    cr_assert_eq(f.settles, 1, "one revoke of both partitions");
+    cr_assert_eq(f.settle_parts, 2);
+    cr_assert_leq(f.settle_deadline, deadline, "the stop deadline bounds the settle");
+    int64_t committed[2];
+    cr_assert_eq(
+        vw_kh_committed(vw_broker_bootstraps(f.b), "unit-revoke", "requests", 2, committed), 0);
+    cr_assert_eq(committed[0], 4);
+    cr_assert_eq(committed[1], 4);
+    cr_assert_not(vw_offsets_is_assigned(f.ledger, "requests", 0, NULL), "revoked in the ledger");
+    teardown(&f);
+}
+
+/* Replay: no group; the partitions are assigned at their range's start. */
+Test(source, replay_assigns_ranges_without_a_group) {
+    fixture f;
+    setup(&f, NULL, NULL, true);
+    produce(&f, 0, 10);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "requests", 1)->offset = 2;
+    cr_assert_eq(vw_offsets_assign(f.ledger, "requests", 1, NULL, NULL), VW_OK);
+    vw_err err = {0};
+    cr_assert_eq(vw_source_assign(f.src, l, &err), VW_OK, "%s", err.msg);
+    f.want = 3;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 20000));
+    for (size_t i = 0; i < f.n_seen; i++) {
+        cr_assert_eq(f.part[i], 1);
+        cr_assert_eq(f.off[i], (int64_t)(2 + i));
+    }
+    cr_assert(vw_source_positions(f.src, l));
+    cr_assert_eq(l->elems[0].offset, 5);
+    rd_kafka_topic_partition_list_destroy(l);
+    teardown(&f);
+}
