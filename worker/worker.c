@@ -1,8 +1,11 @@
-/* worker.c — the worker's lifecycle and the Kafka thread's loop: start,
- * one turn (deliveries, intake, results, dispatch, produce, commit), the
- * SIGTERM drain, stop (see worker.h, docs/worker.md "Design"). The way of a
- * record is flow.c's; the clients are consumer.c and producer.c; replay's loop
- * is replay.c. */
+/* worker.c — the loop: the Kafka thread's turn and the worker's life cycle
+ * (start, the SIGTERM drain, stop; see worker.h, docs/worker.md "Design").
+ * It owns the three units and is the only place that moves a record from one
+ * to the next: the source hands it each consumed record through the hooks it
+ * installs (record, drop, settle), the flow turns it into a result in the
+ * ledger, and the loop hands the ledger's ready results to the sink. It also
+ * owns the ledger (offsets.h, lent to the units), the fault record, the wake
+ * pipe and replay's ranges (replay's own steps are replay.c's). */
 #include "worker.h"
 
 #include <errno.h>
@@ -12,22 +15,115 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
+#include "flow.h"
 #include "kafka_conf.h"
+#include "offsets.h"
+#include "replay.h"
 #include "service/clock.h"
+#include "service/crashpoint.h"
+#include "sink.h"
+#include "source.h"
 #include "source_conf.h"
-#include "worker_impl.h"
 
 enum { IDLE_POLL_MS = 100 };
 
-/* ---- the loop ---------------------------------------------------------------- */
+/* The worker. Everything here is the Kafka thread's (vw_worker_run's caller)
+ * but what the units say of their own threads (flow.h, source.h); the wake
+ * pipe is written by librdkafka (queue I/O events) and the flow's threads,
+ * read by the Kafka thread. */
+struct vw_worker {
+    const vw_config *cfg;
+    const vw_log *log;
+    vw_processor *proc;
+    vw_metrics *metrics;
+    const char *topic;   /* input topic (config-owned) */
+    vw_source *source;   /* the consumer side (source.h) */
+    vw_flow *flow;       /* records to results (flow.h) */
+    vw_sink *sink;       /* the producer side (sink.h) */
+    vw_offsets *ledger;  /* per-partition order and commits, lent to the units */
+    vw_fault fault;      /* the first cause that stops the worker (fault.h) */
+    vw_crashpoint crash; /* VW_CRASH_AT test hook (crashpoint.h), lent to the units */
+    int wake[2];         /* non-blocking pipe: [0] polled by the loop, [1] the units' */
+    bool started;        /* vw_worker_start ran: stop is due */
+    bool stopping;
+    bool more;       /* the last turn left work queued: do not sleep */
+    int64_t turn_ms; /* vw_now_ms() at the start of this turn (admission times) */
+    int64_t next_commit_ms;
+    int64_t next_route_ms;    /* vw_source_reroute: every assigned partition routed again */
+    int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
+    int64_t started_ms;       /* when the clients were opened */
+    /* replay mode (vw_worker_replay) */
+    bool replay;
+    vw_range *ranges;
+    size_t n_ranges;
+    FILE *replay_out; /* JSONL output instead of a results topic, or NULL */
+    const char *results_topic;
+};
+
+/* ---- moving records: the units' hooks and the hand-over to the sink -------- */
+
+/* The source's record hook: a consumed record goes to the flow, unless it is
+ * outside its replay range. */
+static void on_record(void *ctx, const rd_kafka_message_t *m) {
+    struct vw_worker *w = ctx;
+    const vw_range *r = vw_replay_range_of(w->ranges, w->n_ranges, m->partition);
+    if (r && (m->offset < r->start || m->offset >= r->end))
+        return;
+    vw_flow_intake(w->flow, m, w->turn_ms);
+}
+
+/* The source's drop hook: a revoked partition's queued work goes. */
+static void on_drop(void *ctx, int32_t partition) {
+    struct vw_worker *w = ctx;
+    vw_flow_drop_partition(w->flow, partition);
+}
+
+/* Hands the sink what it may produce: the failed deliveries it keeps, then
+ * every result the ledger has ready, in partition order. */
+static void produce_ready(struct vw_worker *w) {
+    vw_offset_pos pos;
+    vw_sink_redo(w->sink);
+    while (!vw_sink_dead(w->sink) && vw_offsets_next_ready(w->ledger, &pos))
+        vw_sink_produce(w->sink, pos.result);
+}
+
+/* Partitions being revoked still have results on the way: in the executor,
+ * or produced and not yet acknowledged. */
+static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
+    if (vw_sink_dead(w->sink))
+        return false; /* nothing more will be acknowledged: queued results were purged */
+    if (vw_flow_flights(w->flow))
+        return true;
+    for (int i = 0; i < parts->cnt; i++)
+        if (vw_offsets_unacked(w->ledger, parts->elems[i].topic, parts->elems[i].partition))
+            return true;
+    return false;
+}
+
+/* The source's settle hook (source.h): before a revoke's commit, collect,
+ * produce and serve deliveries until the revoked partitions' results are
+ * acknowledged or deadline_ms. Runs inside the rebalance callback. */
+static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
+                      int64_t deadline_ms) {
+    struct vw_worker *w = ctx;
+    if (!w->sink)
+        return; /* a revoke at the close of a start that failed before the sink opened */
+    for (;;) {
+        vw_flow_collect(w->flow);
+        produce_ready(w);
+        if (!revoked_busy(w, parts) || vw_now_ms() >= deadline_ms)
+            break;
+        vw_sink_poll(w->sink, 10);
+    }
+}
+
+/* ---- the turn ----------------------------------------------------------------- */
 
 static int timeout_ms(struct vw_worker *w, int64_t now) {
-    int64_t t = IDLE_POLL_MS, d = vw_batcher_deadline(w->batcher);
-    if (!w->held && vw_flow_can_dispatch(w) && d - now < t)
+    int64_t t = IDLE_POLL_MS, d = vw_flow_next_due(w->flow);
+    if (d - now < t)
         t = d - now;
-    for (size_t i = 0; i < w->n_retry; i++)
-        if (w->retry[i]->due_ms - now < t)
-            t = w->retry[i]->due_ms - now;
     if (!w->replay && w->next_commit_ms - now < t)
         t = w->next_commit_ms - now;
     return t < 0 ? 0 : (int)t;
@@ -73,69 +169,8 @@ static void check_broker(struct vw_worker *w, int64_t now) {
              (long long)limit, bootstrap(w->cfg), last[0] ? last : "none reported");
 }
 
-/* Hands the sink what it may produce: the failed deliveries it keeps, then
- * every result the ledger has ready, in partition order. */
-static void produce_ready(struct vw_worker *w) {
-    vw_offset_pos pos;
-    vw_sink_redo(w->sink);
-    while (!vw_sink_dead(w->sink) && vw_offsets_next_ready(w->tracker, &pos))
-        vw_sink_produce(w->sink, pos.result);
-}
-
-/* Partitions being revoked still have results on the way: in the executor,
- * or produced and not yet acknowledged. */
-static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_list_t *parts) {
-    if (vw_sink_dead(w->sink))
-        return false; /* nothing more will be acknowledged: queued results were purged */
-    if (w->n_flights)
-        return true;
-    for (int i = 0; i < parts->cnt; i++)
-        if (vw_offsets_unacked(w->tracker, parts->elems[i].topic, parts->elems[i].partition))
-            return true;
-    return false;
-}
-
-/* The source's settle hook (source.h): before a revoke's commit, collect,
- * produce and serve deliveries until the revoked partitions' results are
- * acknowledged or deadline_ms. Runs inside the rebalance callback. */
-static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
-                      int64_t deadline_ms) {
-    struct vw_worker *w = ctx;
-    if (!w->sink)
-        return; /* a revoke at the close of a start that failed before the sink opened */
-    for (;;) {
-        vw_flow_collect(w);
-        produce_ready(w);
-        if (!revoked_busy(w, parts) || vw_now_ms() >= deadline_ms)
-            break;
-        vw_sink_poll(w->sink, 10);
-    }
-}
-
-/* The source's record hook: a consumed record goes to the flow, unless it is
- * outside its replay range. */
-static void on_record(void *ctx, const rd_kafka_message_t *m) {
-    struct vw_worker *w = ctx;
-    const vw_range *r = vw_range_of(w, m->partition);
-    if (r && (m->offset < r->start || m->offset >= r->end))
-        return;
-    vw_flow_intake(w, m);
-}
-
-/* The source's drop hook: a revoked partition's queued work goes. */
-static void on_drop(void *ctx, int32_t partition) {
-    vw_flow_drop_partition(ctx, partition);
-}
-
-const vw_range *vw_range_of(const struct vw_worker *w, int32_t partition) {
-    for (size_t i = 0; i < w->n_ranges; i++)
-        if (w->ranges[i].partition == partition)
-            return &w->ranges[i];
-    return NULL;
-}
-
 /* One turn of the Kafka thread; its CPU time goes to the stages of metrics.h
- * (admission and plan are the admission threads', flow.c). */
+ * (admission and plan are the admission threads', lane.c). */
 static void turn(struct vw_worker *w, int wait) {
     wait_and_drain(w, w->more ? 0 : wait);
     w->turn_ms = vw_now_ms();
@@ -145,15 +180,15 @@ static void turn(struct vw_worker *w, int wait) {
     double c0 = vw_thread_cpu_s();
     vw_sink_poll(w->sink, 0);
     double c1 = vw_thread_cpu_s();
-    w->more = vw_source_poll(w->source, vw_flow_admit_room(w));
-    vw_flow_admitted(w);
+    w->more = vw_source_poll(w->source, vw_flow_room(w->flow));
+    vw_flow_admitted(w->flow);
     vw_metrics_stage(w->metrics, VW_S_INTAKE, vw_thread_cpu_s() - c1);
-    vw_flow_collect(w);
+    vw_flow_collect(w->flow);
     int64_t now = vw_now_ms();
-    vw_flow_requeue_due(w, now);
+    vw_flow_requeue_due(w->flow, now);
     if (w->stopping)
-        vw_batcher_flush(w->batcher, now);
-    vw_flow_dispatch(w, now);
+        vw_flow_flush(w->flow, now);
+    vw_flow_dispatch(w->flow, now);
     double c3 = vw_thread_cpu_s();
     produce_ready(w);
     double c4 = vw_thread_cpu_s();
@@ -168,26 +203,30 @@ static void turn(struct vw_worker *w, int wait) {
         w->next_route_ms = now + 1000;
     }
     check_broker(w, now);
-    vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->tracker, NULL, 0));
+    vw_metrics_set_in_flight(w->metrics, (int64_t)vw_offsets_in_flight(w->ledger, NULL, 0));
 }
 
-void vw_worker_step(struct vw_worker *w) {
+/* One turn, waiting at most until the next thing falls due. */
+static void step(struct vw_worker *w) {
     turn(w, timeout_ms(w, vw_now_ms()));
 }
 
-bool vw_worker_idle(struct vw_worker *w) {
-    return vw_offsets_in_flight(w->tracker, NULL, 0) == 0 && !w->n_admitting && !w->held &&
-           !w->n_retry && !vw_sink_pending(w->sink) && !vw_batcher_pending(w->batcher) &&
-           !w->n_flights;
+/* Nothing in flight, queued, retrying or waiting to be produced again. */
+static bool idle(struct vw_worker *w) {
+    return vw_offsets_in_flight(w->ledger, NULL, 0) == 0 && vw_flow_idle(w->flow) &&
+           !vw_sink_pending(w->sink);
 }
 
-vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
+/* ---- life cycle -------------------------------------------------------------- */
+
+/* Opens the clients, starts the flow's threads. */
+static vw_status start(struct vw_worker *w, vw_err *err) {
     w->started_ms = vw_now_ms();
     w->started = true;
     vw_source_opts so = {.cfg = w->cfg,
                          .log = w->log,
                          .metrics = w->metrics,
-                         .ledger = w->tracker,
+                         .ledger = w->ledger,
                          .fault = &w->fault,
                          .crash = &w->crash,
                          .topic = w->topic,
@@ -200,7 +239,7 @@ vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
                           .log = w->log,
                           .proc = w->proc,
                           .metrics = w->metrics,
-                          .ledger = w->tracker,
+                          .ledger = w->ledger,
                           .fault = &w->fault,
                           .crash = &w->crash,
                           .topic = w->topic,
@@ -210,19 +249,10 @@ vw_status vw_worker_start(struct vw_worker *w, vw_err *err) {
                           .wake_fd = w->wake[1]};
         st = vw_sink_open(&o, &w->sink, err);
     }
+    if (!st)
+        st = vw_flow_start(w->flow, err);
     if (st)
         return st;
-    for (; w->pool_started < w->n_pool; w->pool_started++)
-        if (pthread_create(&w->pool[w->pool_started], NULL, vw_flow_finish_main, w))
-            return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
-                           w->pool_started);
-    for (; w->admit_started < w->n_pool; w->admit_started++)
-        if (pthread_create(&w->admitters[w->admit_started], NULL, vw_flow_admit_main, w))
-            return VW_FAIL(err, VW_EIO, "thread", "cannot start admission thread %zu",
-                           w->admit_started);
-    if (pthread_create(&w->exec_thread, NULL, vw_flow_exec_main, w))
-        return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
-    w->exec_started = true;
     bool ready = !w->proc->ops->ready || w->proc->ops->ready(w->proc);
     vw_metrics_set_ready(w->metrics, ready);
     return VW_OK;
@@ -235,20 +265,23 @@ static void drain(struct vw_worker *w) {
     w->stopping = true;
     w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
     vw_source_stop_fetching(w->source, w->stop_deadline_ms);
-    while (!vw_fault_raised(&w->fault) && !vw_worker_idle(w) && vw_now_ms() < w->stop_deadline_ms)
+    while (!vw_fault_raised(&w->fault) && !idle(w) && vw_now_ms() < w->stop_deadline_ms)
         turn(w, 10);
     if (!w->replay)
         vw_source_commit(w->source, true);
     VW_LOG(w->log, VW_LOG_INFO, "worker", "drained in_flight=%zu elapsed_ms=%lld",
-           vw_offsets_in_flight(w->tracker, NULL, 0), (long long)(vw_now_ms() - t0));
+           vw_offsets_in_flight(w->ledger, NULL, 0), (long long)(vw_now_ms() - t0));
 }
 
-/* Closes the clients and the executor, in the order the commit rule needs. */
-void vw_worker_stop(struct vw_worker *w) {
+/* Closes the clients and the flow, in the order the commit rule needs: the
+ * source first (its last revoke may still produce and commit), the flow's
+ * threads next, the sink last. */
+static void stop(struct vw_worker *w) {
     w->stopping = true;
     if (!w->stop_deadline_ms)
         w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
-    if (w->n_flights && (vw_fault_raised(&w->fault) || vw_now_ms() >= w->stop_deadline_ms) &&
+    size_t flights = vw_flow_flights(w->flow);
+    if (flights && (vw_fault_raised(&w->fault) || vw_now_ms() >= w->stop_deadline_ms) &&
         w->proc->ops->cancel) {
         /* The grace period is over (or the worker failed): the device work at
          * hand stops at its next tree, so the process exits in time; those
@@ -256,29 +289,18 @@ void vw_worker_stop(struct vw_worker *w) {
          * them again). */
         VW_LOG(w->log, VW_LOG_WARN, "worker",
                "grace period over, cancelling the work in flight batches=%zu in_flight=%zu",
-               w->n_flights, vw_offsets_in_flight(w->tracker, NULL, 0));
+               flights, vw_offsets_in_flight(w->ledger, NULL, 0));
         w->proc->ops->cancel(w->proc);
     }
-    if (w->source) /* a revoke may still produce and commit */
+    if (w->source)
         vw_source_close(w->source, w->stop_deadline_ms);
-    vw_flow_stop_admission(w);
-    /* The executor drains to_exec into to_finish and closes it; the
-     * processing threads drain that into from_exec (never full: see new). */
-    vw_queue_close(w->to_exec);
-    if (w->exec_started)
-        pthread_join(w->exec_thread, NULL);
-    else
-        vw_queue_close(w->to_finish);
-    w->exec_started = false;
-    for (; w->pool_started > 0; w->pool_started--)
-        pthread_join(w->pool[w->pool_started - 1], NULL);
-    vw_flow_collect(w);
+    vw_flow_stop(w->flow);
     if (w->sink)
         vw_sink_close(w->sink, w->stop_deadline_ms);
     w->started = false;
 }
 
-/* ---- the start check (worker.h) ---------------------------------------------- */
+/* ---- the start check (worker.h) ------------------------------------------- */
 
 /* librdkafka's error lines while a check client is created (the SSL reasons
  * name the file there) go to the worker's log; debug lines and CONFWARN
@@ -359,44 +381,41 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
         free(w);
         return VW_EINVAL;
     }
-    w->tracker = vw_offsets_new(vw_item_free_cb);
-    w->batcher = vw_batcher_new(cfg->batching.max_tokens, cfg->batching.max_requests,
-                                cfg->batching.max_wait_ms);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    w->n_pool = cfg->processing.threads > 0 ? (size_t)cfg->processing.threads
-                : cpus > 0                  ? (size_t)cpus
-                                            : 1;
-    w->pool = calloc(w->n_pool, sizeof *w->pool);
-    w->admitters = calloc(w->n_pool, sizeof *w->admitters);
-    /* Intake stops at limits.max_in_flight tracked records (replay: at this
-     * many in the lane), so both queues of the lane have room for all. */
-    w->admit_cap = (size_t)cfg->limits.max_in_flight;
-    w->to_admit = vw_queue_new(w->admit_cap);
-    w->from_admit = vw_queue_new(w->admit_cap);
-    w->to_exec = vw_queue_new(EXEC_QUEUE);
-    w->to_finish = vw_queue_new(w->n_pool);
-    /* Room for every flight that can be past prepare at once (queued for and
-     * in the executor, queued for and in processing), so a processing thread
-     * never blocks on it and stop() can join them before collecting. */
-    w->max_flights = EXEC_QUEUE + 1 + 2 * w->n_pool;
-    w->from_exec = vw_queue_new(w->max_flights);
-    if (!w->tracker || !w->batcher || !w->pool || !w->to_exec || !w->to_finish || !w->from_exec ||
-        !w->admitters || !w->to_admit || !w->from_admit) {
-        vw_worker_free(w);
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
-    }
     if (pipe2(w->wake, O_NONBLOCK | O_CLOEXEC)) {
         vw_worker_free(w);
         return VW_FAIL(err, VW_EIO, "pipe", "wake pipe: %s", strerror(errno));
+    }
+    w->ledger = vw_offsets_new(vw_item_free_cb);
+    if (!w->ledger) {
+        vw_worker_free(w);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "worker");
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    vw_flow_opts fo = {.cfg = cfg,
+                       .log = log,
+                       .proc = proc,
+                       .metrics = metrics,
+                       .ledger = w->ledger,
+                       .fault = &w->fault,
+                       .crash = &w->crash,
+                       .topic = w->topic,
+                       .threads = cfg->processing.threads > 0 ? (size_t)cfg->processing.threads
+                                  : cpus > 0                  ? (size_t)cpus
+                                                              : 1,
+                       .wake_fd = w->wake[1]};
+    vw_status st = vw_flow_new(&fo, &w->flow, err);
+    if (st) {
+        vw_worker_free(w);
+        return st;
     }
     *out = w;
     return VW_OK;
 }
 
 vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *err) {
-    vw_status st = vw_worker_start(w, err);
+    vw_status st = start(w, err);
     if (st) {
-        vw_worker_stop(w);
+        stop(w);
         return st;
     }
     char kv[128];
@@ -405,34 +424,73 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
            "running topic=%s results=%s processor=%s librdkafka=\"%s\"", w->topic, w->results_topic,
            w->proc->ops->name, kv);
     while (!*stop_flag && !vw_fault_raised(&w->fault))
-        vw_worker_step(w);
+        step(w);
     if (!vw_fault_raised(&w->fault))
         drain(w);
-    vw_worker_stop(w);
+    stop(w);
     /* The first cause (fault.h): the caller's last log line names it. */
     return vw_fault_cause(&w->fault, err);
+}
+
+vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,
+                           const char *results_topic, volatile sig_atomic_t *stop_flag,
+                           vw_err *err) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n_ranges + 1);
+    w->replay = true;
+    w->replay_out = out;
+    if (results_topic)
+        w->results_topic = results_topic;
+    w->ranges = calloc(n_ranges + 1, sizeof *w->ranges);
+    if (!w->ranges || !l) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "replay ranges");
+    }
+    for (size_t i = 0; i < n_ranges; i++)
+        w->ranges[i] = (vw_range){ranges[i].partition, ranges[i].start, ranges[i].end};
+    w->n_ranges = n_ranges;
+    size_t total = 0;
+    vw_status st = start(w, err);
+    if (!st)
+        st = vw_replay_assign(w->source, w->ledger, w->ranges, n_ranges, w->topic, w->log, l,
+                              &total, err);
+    int64_t t0 = vw_now_ms(), next_report = t0;
+    while (!st && !*stop_flag && !vw_fault_raised(&w->fault)) {
+        step(w);
+        bool done = (!l->cnt || vw_replay_consumed(w->source, w->ranges, n_ranges, l)) && idle(w);
+        if (done || vw_now_ms() >= next_report) {
+            vw_replay_progress(vw_sink_done(w->sink), total, t0, done);
+            next_report = vw_now_ms() + 1000;
+        }
+        if (done)
+            break;
+    }
+    vw_err cause = {0};
+    if (!st && vw_fault_cause(&w->fault, &cause)) {
+        /* The first cause (fault.h), its status kept. */
+        vw_replay_progress(vw_sink_done(w->sink), total, t0, true);
+        st = VW_FAIL(err, cause.status, "replay_stopped",
+                     "replay stopped before the end (%zu of %zu records): %s (%s)",
+                     vw_sink_done(w->sink), total, cause.msg, cause.type);
+    } else if (!st && *stop_flag) {
+        vw_replay_progress(vw_sink_done(w->sink), total, t0, true);
+        st = VW_FAIL(err, VW_ETRANSIENT, "replay_stopped",
+                     "replay stopped before the end (%zu of %zu records)", vw_sink_done(w->sink),
+                     total);
+    }
+    stop(w);
+    rd_kafka_topic_partition_list_destroy(l);
+    return st;
 }
 
 void vw_worker_free(vw_worker *w) {
     if (!w)
         return;
     if (w->started)
-        vw_worker_stop(w);
-    vw_batch_free(w->held, vw_item_free_cb);
-    vw_batcher_free(w->batcher, vw_item_free_cb);
-    for (size_t i = 0; i < w->n_retry; i++)
-        vw_item_free(w->retry[i]);
-    free(w->retry);
-    vw_sink_free(w->sink);
-    vw_queue_free(w->to_exec, vw_flow_flight_free_cb);
-    vw_queue_free(w->to_finish, vw_flow_flight_free_cb);
-    vw_queue_free(w->from_exec, vw_flow_flight_free_cb);
-    vw_queue_free(w->to_admit, vw_item_free_cb);
-    vw_queue_free(w->from_admit, vw_item_free_cb);
-    free(w->pool);
-    free(w->admitters);
+        stop(w);
     vw_source_free(w->source);
-    vw_offsets_free(w->tracker);
+    vw_flow_free(w->flow);
+    vw_sink_free(w->sink);
+    vw_offsets_free(w->ledger);
     for (int i = 0; i < 2; i++)
         if (w->wake[i] >= 0)
             close(w->wake[i]);

@@ -73,6 +73,42 @@ vw_item *vw_unit_item(vw_processor *p, int32_t partition, int64_t offset, uint32
     return it;
 }
 
+vw_unit_fetched vw_unit_fetch(const vw_broker *b, const char *topic, int32_t partition, size_t n) {
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    cr_assert_eq(rd_kafka_conf_set(conf, "bootstrap.servers", vw_broker_bootstraps(b), errstr,
+                                   sizeof errstr),
+                 RD_KAFKA_CONF_OK);
+    cr_assert_eq(rd_kafka_conf_set(conf, "group.id", "unit-fetch", errstr, sizeof errstr),
+                 RD_KAFKA_CONF_OK);
+    vw_unit_fetched f = {.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr)};
+    cr_assert_not_null(f.rk, "%s", errstr);
+    rd_kafka_poll_set_consumer(f.rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, topic, partition)->offset = 0;
+    cr_assert_eq(rd_kafka_assign(f.rk, l), 0);
+    rd_kafka_topic_partition_list_destroy(l);
+    f.m = calloc(n ? n : 1, sizeof *f.m);
+    int64_t end = vw_kh_now_ms() + 20000;
+    while (f.n < n && vw_kh_now_ms() < end) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(f.rk, 100);
+        if (m && !m->err)
+            f.m[f.n++] = m;
+        else if (m)
+            rd_kafka_message_destroy(m);
+    }
+    cr_assert_eq(f.n, n, "fetched %zu of %zu records", f.n, n);
+    return f;
+}
+
+void vw_unit_fetched_free(vw_unit_fetched *f) {
+    for (size_t i = 0; i < f->n; i++)
+        rd_kafka_message_destroy(f->m[i]);
+    free(f->m);
+    rd_kafka_consumer_close(f->rk);
+    rd_kafka_destroy(f->rk);
+}
+
 bool vw_unit_until(bool (*done)(void *ctx), void (*step)(void *ctx), void *ctx, int timeout_ms) {
     int64_t end = vw_kh_now_ms() + timeout_ms;
     while (!done(ctx)) {

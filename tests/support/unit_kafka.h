@@ -7,6 +7,7 @@
 #ifndef VW_UNIT_KAFKA_H
 #define VW_UNIT_KAFKA_H
 
+#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,17 @@ vw_processor *vw_unit_echo(void);
  * NULL. vw_item_free it (or hand it on). */
 vw_item *vw_unit_item(vw_processor *p, int32_t partition, int64_t offset, uint32_t epoch,
                       const char *request_id, const char *value, const char *result);
+
+/* Real consumed records (librdkafka's own messages: the flow reads their
+ * headers and timestamps): n of topic:partition from offset 0, read by a
+ * consumer without a group. vw_unit_fetched_free releases them and it. */
+typedef struct vw_unit_fetched {
+    rd_kafka_t *rk;
+    rd_kafka_message_t **m;
+    size_t n;
+} vw_unit_fetched;
+vw_unit_fetched vw_unit_fetch(const vw_broker *b, const char *topic, int32_t partition, size_t n);
+void vw_unit_fetched_free(vw_unit_fetched *f);
 
 /* Calls step(ctx) until done(ctx) is true or timeout_ms passed; true when
  * done. */

@@ -1,0 +1,162 @@
+/* lane.c — the admission lane (see lane.h): two queues and the admission
+ * threads between them. Owns the threads and what is in the queues; never
+ * batches or files a result (the flow does). */
+#include "lane.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "admit_record.h"
+#include "queue.h"
+#include "service/clock.h"
+#include "wake.h"
+
+struct vw_lane {
+    vw_lane_opts o;
+    vw_queue *to_admit, *from_admit; /* Kafka thread -> admission threads -> back */
+    pthread_t *threads;              /* o.threads of them */
+    size_t started;
+    size_t busy; /* items in the lane (the Kafka thread's count) */
+};
+
+/* The processor's admit, for a record the worker-level checks passed (doc:
+ * the value they parsed, or NULL). Leaves the item either with a finished
+ * result, or with a pending processor item. */
+static void admit(vw_lane *l, vw_item *it, const vw_json_doc *doc) {
+    vw_record rec = {l->o.topic,  it->partition, it->offset,    it->timestamp,  it->key,
+                     it->key_len, it->value,     it->value_len, it->request_id, doc};
+    vw_err err = {0};
+    vw_admission adm = {0};
+    if (l->o.proc->ops->admit(l->o.proc, &rec, &adm, &err)) {
+        vw_result_clear(&adm.result);
+        vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
+    } else if (adm.finished) {
+        vw_item_take(it, &adm.result);
+    } else {
+        it->proc_item = adm.item;
+        it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
+    }
+}
+
+/* The checks' rejection (its full value, in sb), or the processor's admit. */
+static void admit_item(vw_lane *l, vw_item *it, vw_sbuf *sb) {
+    vw_record rec = {l->o.topic,  it->partition, it->offset,    it->timestamp,  it->key,
+                     it->key_len, it->value,     it->value_len, it->request_id, NULL};
+    int status = 0;
+    char type[VW_REJECT_TYPE_MAX] = "";
+    vw_json_doc *doc = NULL;
+    double t0 = vw_now_s(), c0 = vw_thread_cpu_s();
+    bool rejected =
+        vw_admit_reject_into(&rec, l->o.cfg->limits.max_request_bytes, sb, &status, type, &doc);
+    double c1 = vw_thread_cpu_s();
+    if (rejected && vw_sbuf_status(sb)) {
+        vw_sbuf_free(sb); /* the out-of-memory mark is sticky: start afresh */
+        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+    } else if (rejected) {
+        it->kind = VW_RESULT_RECORD;
+        it->vela_status = status;
+        vw_item_set_type(it, type);
+        it->out_value = vw_sbuf_take(sb, &it->out_len);
+        if (!it->out_value)
+            vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+    } else {
+        admit(l, it, doc);
+    }
+    vw_json_free(doc);
+    double c2 = vw_thread_cpu_s(), ms = (vw_now_s() - t0) * 1e3;
+    vw_metrics_stage(l->o.metrics, VW_S_ADMISSION, c1 - c0);
+    vw_metrics_stage(l->o.metrics, VW_S_PLAN, c2 - c1);
+    if (l->o.cfg->limits.slow_record_ms > 0 && ms > (double)l->o.cfg->limits.slow_record_ms) {
+        vw_metrics_inc(l->o.metrics, VW_M_SLOW_RECORDS, 1);
+        VW_LOG(l->o.log, VW_LOG_WARN, "worker",
+               "slow record tp=%s:%d:%lld request_id=\"%s\" bytes=%zu elapsed_ms=%.0f "
+               "check_cpu_ms=%.0f plan_cpu_ms=%.0f tokens=%lld status=%d",
+               l->o.topic, (int)it->partition, (long long)it->offset, it->request_id, it->value_len,
+               ms, (c1 - c0) * 1e3, (c2 - c1) * 1e3, (long long)it->tokens,
+               it->proc_item ? 200 : it->vela_status);
+    }
+}
+
+/* An admission thread [thread: admission]. */
+static void *admit_main(void *arg) {
+    vw_lane *l = arg;
+    vw_sbuf sb = {0};
+    for (vw_item *it; (it = vw_queue_pop(l->to_admit));) {
+        admit_item(l, it, &sb);
+        vw_queue_push(l->from_admit, it); /* sized never to block (vw_lane_room) */
+        vw_wake(l->o.wake_fd);
+    }
+    vw_sbuf_free(&sb);
+    return NULL;
+}
+
+vw_status vw_lane_new(const vw_lane_opts *o, vw_lane **out, vw_err *err) {
+    *out = NULL;
+    vw_lane *l = calloc(1, sizeof *l);
+    if (l) {
+        l->o = *o;
+        l->threads = calloc(o->threads ? o->threads : 1, sizeof *l->threads);
+        /* Intake stops at limits.max_in_flight tracked records (replay: at
+         * this many in the lane), so both queues have room for all. */
+        l->to_admit = vw_queue_new(o->cap);
+        l->from_admit = vw_queue_new(o->cap);
+    }
+    if (!l || !l->threads || !l->to_admit || !l->from_admit) {
+        vw_lane_free(l);
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "admission lane");
+    }
+    *out = l;
+    return VW_OK;
+}
+
+vw_status vw_lane_start(vw_lane *l, vw_err *err) {
+    for (; l->started < l->o.threads; l->started++)
+        if (pthread_create(&l->threads[l->started], NULL, admit_main, l))
+            return VW_FAIL(err, VW_EIO, "thread", "cannot start admission thread %zu", l->started);
+    return VW_OK;
+}
+
+bool vw_lane_push(vw_lane *l, vw_item *it) {
+    if (!vw_queue_try_push(l->to_admit, it))
+        return false;
+    l->busy++;
+    return true;
+}
+
+vw_item *vw_lane_pop(vw_lane *l) {
+    vw_item *it = vw_queue_try_pop(l->from_admit);
+    if (it)
+        l->busy--;
+    return it;
+}
+
+size_t vw_lane_room(const vw_lane *l) {
+    return l->busy < l->o.cap ? l->o.cap - l->busy : 0;
+}
+
+size_t vw_lane_busy(const vw_lane *l) {
+    return l->busy;
+}
+
+void vw_lane_stop(vw_lane *l) {
+    for (vw_item *it; (it = vw_queue_try_pop(l->to_admit));) {
+        l->busy--;
+        vw_item_free(it);
+    }
+    vw_queue_close(l->to_admit);
+    for (; l->started > 0; l->started--)
+        pthread_join(l->threads[l->started - 1], NULL);
+    for (vw_item *it; (it = vw_lane_pop(l));)
+        vw_item_free(it);
+}
+
+void vw_lane_free(vw_lane *l) {
+    if (!l)
+        return;
+    if (l->started)
+        vw_lane_stop(l);
+    vw_queue_free(l->to_admit, vw_item_free_cb);
+    vw_queue_free(l->from_admit, vw_item_free_cb);
+    free(l->threads);
+    free(l);
+}
