@@ -2,12 +2,12 @@
  * loaded (the test command runs this suite on Debian's 2.0.2 and on 2.16,
  * docs/worker.md "librdkafka versions"):
  *  - the text of librdkafka's join-state debug lines, which the worker reads
- *    (vw_source_join_line): a consumer joining a group must show a
+ *    (vw_rejoin_join_line): a consumer joining a group must show a
  *    non-steady state, a JoinGroup answer (classic) and then steady;
  *  - `vela-worker version` names the library loaded and the work-arounds on;
  *  - group.protocol consumer (KIP-848): refused with a clear error below
  *    2.12, a classic-only setting refused by name from 2.12 on. */
-#include "source.h"
+#include "rejoin.h"
 #include "kafka_conf.h"
 #include "kafka_harness.h"
 #include "util/file.h"
@@ -30,7 +30,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
     (void)rk;
     (void)level;
     bool steady, joined;
-    if (!vw_source_join_line(fac, buf, &steady, &joined))
+    if (!vw_rejoin_join_line(fac, buf, &steady, &joined))
         return;
     atomic_fetch_add(&g_seen.lines, 1);
     if (!steady)

@@ -13,6 +13,7 @@
 
 #include "service/clock.h"
 #include "source_conf.h"
+#include "rejoin.h"
 #include "starts.h"
 
 struct vw_source {
@@ -22,24 +23,16 @@ struct vw_source {
     rd_kafka_queue_t *mq; /* records of the assigned partitions ("Routing" below) */
     bool stopping;        /* shutdown: nothing taken, no restarts, assignments paused */
     int64_t stop_deadline_ms;
-    int64_t hold_ms;  /* source_conf.h vw_source_conf_hold_ms */
     bool intake_held; /* a rebalance may be running: no records taken (flow) */
     bool commit_in_flight;
     bool backpressure;         /* in-flight limit reached: records stay in librdkafka's queue */
     vw_starts starts;          /* input partitions assigned, not yet known to fetch (starts.h) */
     bool starts_check;         /* statistics arrived: look for partitions that never started */
-    int64_t commit_hold_until; /* no async commits before this (a rebalance is running) */
-    bool group_unsteady;       /* statistics: this member is rejoining the group */
-    atomic_bool joining;       /* librdkafka's cgrp join state is not "steady" */
-    atomic_bool join_lines;    /* a join-state log line was read (joining is live) */
-    bool wa_4059;              /* librdkafka < 2.10.0: hold commits while rejoining (#4059) */
+    vw_rejoin rejoin;          /* the rebalance holds of commits and intake (rejoin.h) */
     bool wa_4312;              /* librdkafka < 2.3.0: destroy may abort (#4312) */
-    bool kip848;               /* group.protocol consumer: the broker assigns (KIP-848) */
-    atomic_bool joined_group; /* a JoinGroup succeeded (-> wait-sync, wait-join -> wait-metadata) */
-    bool assigned_once;       /* a rebalance callback came (see destroy_would_abort) */
-    bool sticky_assignor;     /* partition.assignment.strategy may pick cooperative-sticky */
-    bool second_round;        /* a cooperative revoke came: its assignment starts another round */
-    atomic_int log_calls;     /* librdkafka threads inside the log callback */
+    bool assigned_once;        /* a rebalance callback came (see destroy_would_abort) */
+    bool sticky_assignor;      /* partition.assignment.strategy may pick cooperative-sticky */
+    atomic_int log_calls;      /* librdkafka threads inside the log callback */
     atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
     vw_kafka_health health;
@@ -55,35 +48,11 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     vw_kafka_error(rk, "consumer", err, reason, s->o.log, s->o.fault, &s->health);
 }
 
-bool vw_source_join_line(const char *fac, const char *buf, bool *steady, bool *joined) {
-    if (strcmp(fac, "CGRPJOINSTATE"))
-        return false;
-    /* After the group id, which may itself hold " -> ". */
-    const char *from = strstr(buf, "\" changed join state ");
-    const char *arrow = from ? strstr(from, " -> ") : NULL;
-    if (!arrow)
-        return false;
-    const char *to = arrow + 4;
-    *steady = !strncmp(to, "steady ", 7);
-    /* A JoinGroup answer: the follower's wait-sync, or the leader's
-     * wait-metadata from wait-join (init -> wait-metadata is not one). */
-    *joined =
-        !strncmp(to, "wait-sync ", 10) || (!strncmp(to, "wait-metadata ", 14) && arrow - buf >= 9 &&
-                                           !strncmp(arrow - 9, "wait-join", 9));
-    return true;
-}
-
-/* librdkafka threads. Join-state lines are the only immediate signal that
- * this member is rejoining (librdkafka has no API for it); see hold_commits. */
+/* A librdkafka log line [thread: librdkafka]: a join-state change goes to
+ * the rebalance holds (rejoin.h); the line is printed as the user asked. */
 static void log_line(vw_source *s, const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
-    bool steady, joined;
-    if (vw_source_join_line(fac, buf, &steady, &joined)) {
-        atomic_store(&s->joining, !steady);
-        atomic_store(&s->join_lines, true);
-        if (joined)
-            atomic_store(&s->joined_group, true);
-    }
+    vw_rejoin_log_line(&s->rejoin, fac, buf);
     if (!strcmp(fac, "CGRPJOINSTATE") && !s->kafka_debug)
         return;
     if (level >= 7 && !s->kafka_debug)
@@ -98,7 +67,8 @@ static void log_line(vw_source *s, const rd_kafka_t *rk, int level, const char *
 
 /* `log_calls` lets a consumer handle left undestroyed (vw_source_close)
  * wait out the calls already in here before the worker is freed. */
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
+static void on_log(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf) { /* [thread: librdkafka] */
     vw_source *s = rd_kafka_opaque(rk);
     atomic_fetch_add(&s->log_calls, 1);
     if (!atomic_load(&s->log_abandoned))
@@ -133,7 +103,7 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
     vw_source *s = opaque;
     vw_metrics_stats_json(s->o.metrics, json, len);
     /* cgrp.join_state (STATISTICS.md) other than "steady" means this member is
-     * rejoining: hold async commits (see hold_commits). */
+     * rejoining (rejoin.h). */
     json_t *root = json_loadb(json, len, 0, NULL);
     const char *bname;
     json_t *broker;
@@ -146,65 +116,18 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque) {
         s->o.replay
             ? NULL
             : json_string_value(json_object_get(json_object_get(root, "cgrp"), "join_state"));
-    bool unsteady = js && strcmp(js, "steady") && strcmp(js, "init");
-    if (unsteady != s->group_unsteady)
+    if (vw_rejoin_stats(&s->rejoin, js))
         VW_LOG(s->o.log, VW_LOG_DEBUG, "consumer", "group join_state=%s", js);
-    s->group_unsteady = unsteady;
     note_fetch_states(s, root);
     json_decref(root);
     return 0; /* librdkafka frees json */
 }
 
-/* The group is rebalancing. While this member waits for its JoinGroup answer,
- * the coordinator holds its connection, so a commit sent then is answered
- * after the generation changed: ILLEGAL_GENERATION, which librdkafka 2.0.2
- * treats as a lost assignment (no revoke commit: the new owner processes the
- * uncommitted tail again). So while a rebalance is known to run (librdkafka's
- * join state is not steady — from its log lines at once (`joining`; until
- * 2026-12-03 only from statistics, up to an interval late, and a fault sweep
- * saw commits sent in wait-join lose the assignment) or from statistics —, a
- * commit got REBALANCE_IN_PROGRESS, or a cooperative revoke was just handled)
- * async commits wait, and intake is
- * held (flow) so that the uncommitted tail stays within what was
- * in flight. Synchronous commits in the rebalance callback itself are always
- * made: the generation is current there. */
-/* On librdkafka 2.10.0 and later (#4059 fixed: such an ILLEGAL_GENERATION no
- * longer drops the assignment) the join state no longer holds commits or
- * intake; REBALANCE_IN_PROGRESS and a cooperative revoke still do (those
- * commits cannot succeed before the rebalance ends). */
+/* A commit answered REBALANCE_IN_PROGRESS: commits and intake wait (rejoin.h). */
 static void hold_commits(vw_source *s, rd_kafka_resp_err_t e) {
-    if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
-        return;
-    if (s->commit_hold_until <= vw_now_ms())
+    if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS &&
+        vw_rejoin_in_progress(&s->rejoin, vw_now_ms()))
         VW_LOG(s->o.log, VW_LOG_INFO, "consumer", "group rebalancing: commits wait for it");
-    s->commit_hold_until = vw_now_ms() + s->hold_ms;
-}
-
-/* librdkafka's join state says this member is rejoining: from its log lines
- * at once; from statistics, which show the same state up to an interval late,
- * only while no such line has been read (a librdkafka that stopped writing
- * them). Until 2026-12-04 the statistics always counted and held every commit
- * for up to an interval after each assignment: on librdkafka 2.16, whose mock
- * acknowledges the first produce at once, a crash in that interval replayed
- * everything answered since the assignment (64 duplicates for a bound of 16). */
-static bool rejoining(vw_source *s) {
-    return atomic_load(&s->joining) || (s->group_unsteady && !atomic_load(&s->join_lines));
-}
-
-/* Commits wait after REBALANCE_IN_PROGRESS or a cooperative revoke (hold_ms). */
-static bool commits_held(vw_source *s) {
-    return vw_now_ms() < s->commit_hold_until;
-}
-
-/* Intake waits while commits are held, and while this member rejoins where
- * librdkafka #4059 applies (before 2.10.0: see hold_commits). */
-static bool intake_hold_due(vw_source *s) {
-    return commits_held(s) || (s->wa_4059 && atomic_load(&s->joining));
-}
-
-/* Async commits wait (see hold_commits). */
-static bool commit_gate(vw_source *s) {
-    return commits_held(s) || (s->wa_4059 && rejoining(s));
 }
 
 static bool cooperative(rd_kafka_t *rk) {
@@ -292,7 +215,8 @@ static void commit_list(vw_source *s, rd_kafka_topic_partition_list_t *l, bool s
 }
 
 void vw_source_commit(vw_source *s, bool sync) {
-    if (s->o.replay || (!sync && (s->commit_in_flight || commit_gate(s))))
+    if (s->o.replay ||
+        (!sync && (s->commit_in_flight || vw_rejoin_commit_gated(&s->rejoin, vw_now_ms()))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(s, NULL);
     if (l) {
@@ -377,8 +301,8 @@ static void restart_due(vw_source *s) {
     int32_t due[MAX];
     s->starts_check = false;
     int64_t timeout = s->o.cfg->delivery.start_timeout_ms;
-    if (timeout <= 0 || s->stopping || vw_fault_raised(s->o.fault) || commits_held(s) ||
-        rejoining(s))
+    if (timeout <= 0 || s->stopping || vw_fault_raised(s->o.fault) ||
+        vw_rejoin_commits_held(&s->rejoin, vw_now_ms()) || vw_rejoin_rejoining(&s->rejoin))
         return;
     size_t k = vw_starts_due(&s->starts, vw_now_ms(), timeout, due, MAX);
     rd_kafka_topic_partition_list_t *cur = NULL;
@@ -425,7 +349,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     vw_metrics_inc(s->o.metrics, VW_M_REBALANCES, 1);
     s->health.up = true;
     s->assigned_once = true;
-    s->commit_hold_until = 0; /* a callback means this member's generation is current */
+    vw_rejoin_callback(&s->rejoin); /* this member's generation is current */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         assign_partitions(s, parts);
         route(s, parts);
@@ -439,9 +363,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         /* After a cooperative revoke this assignment is followed by a second
          * round (librdkafka rejoins once the new partitions' offsets are
          * fetched): hold until it shows in the join state. */
-        if (s->second_round)
-            s->commit_hold_until = vw_now_ms() + s->hold_ms;
-        s->second_round = false;
+        vw_rejoin_assigned(&s->rejoin, vw_now_ms());
     } else {
         bool lost = rd_kafka_assignment_lost(rk);
         revoke_partitions(s, parts, lost);
@@ -449,10 +371,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_unassign(rk, parts);
             /* A classic cooperative revoke is followed by a second rebalance
              * round; KIP-848 has no rounds (the broker reconciles). */
-            if (!s->kip848) {
-                s->commit_hold_until = vw_now_ms() + s->hold_ms;
-                s->second_round = !lost;
-            }
+            vw_rejoin_revoked_cooperative(&s->rejoin, vw_now_ms(), lost);
         } else {
             re = rd_kafka_assign(rk, NULL);
         }
@@ -474,7 +393,6 @@ vw_status vw_source_open(const vw_source_opts *o, vw_source **out, vw_err *err) 
     if (!s)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "source");
     s->o = *o;
-    s->hold_ms = vw_source_conf_hold_ms(o->cfg);
     vw_source_conf_advise(o->cfg, o->replay, o->log);
     vw_source_conf_info info = {0};
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -482,7 +400,6 @@ vw_status vw_source_open(const vw_source_opts *o, vw_source **out, vw_err *err) 
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
     if (st)
         goto done;
-    s->kip848 = info.kip848;
     s->sticky_assignor = info.sticky_assignor;
     s->kafka_debug = info.kafka_debug;
     rd_kafka_conf_set_opaque(conf, s);
@@ -493,7 +410,9 @@ vw_status vw_source_open(const vw_source_opts *o, vw_source **out, vw_err *err) 
         rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
         rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     }
-    s->wa_4059 = vw_kafka_issue_on(4059);
+    /* Before the client: its log callback may run from rd_kafka_new on. */
+    vw_rejoin_init(&s->rejoin, vw_source_conf_hold_ms(o->cfg), vw_kafka_issue_on(4059),
+                   info.kip848);
     s->wa_4312 = vw_kafka_issue_on(4312);
     s->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
     if (!s->rk) {
@@ -648,17 +567,16 @@ static void take(vw_source *s, rd_kafka_message_t *m) {
 
 /* Intake is held (no record taken from s->mq, librdkafka's fetch queue
  * bounds stop the fetcher, as under backpressure) while this member rejoins
- * or its commits are held (see hold_commits), so the uncommitted tail stays
- * within what was in flight. Not rd_kafka_pause_partitions: until 2026-12-03
- * the worker paused the assignment here and resumed it after the rejoin, and
- * a fault sweep saw librdkafka 2.0.2 drop such a resume as an outdated op
- * when it came right after an assignment (librdkafka #5591): that partition
- * stayed paused, fetched nothing and logged nothing. Called at each poll,
- * after the events and before records are taken. */
-static void flow(vw_source *s) {
+ * or its commits are held (rejoin.h), so the uncommitted tail stays within
+ * what was in flight. Not rd_kafka_pause_partitions: librdkafka 2.0.2 may drop
+ * a resume that comes right after an assignment as an outdated op (#5591),
+ * leaving the partition paused for good (docs/kafka-notes.md "The worker's
+ * rebalance holds"). Called at each poll, after the events and before
+ * records are taken. */
+static void hold_intake(vw_source *s) {
     if (s->o.replay || s->stopping)
         return;
-    bool want = intake_hold_due(s);
+    bool want = vw_rejoin_intake_held(&s->rejoin, vw_now_ms());
     if (want == s->intake_held)
         return;
     s->intake_held = want;
@@ -705,7 +623,7 @@ bool vw_source_poll(vw_source *s, size_t lane) {
     more = n == EVENTS;
     if (s->starts_check && n < EVENTS)
         restart_due(s);
-    flow(s);
+    hold_intake(s);
     if (s->stopping || s->intake_held || vw_fault_raised(s->o.fault))
         return more && !vw_fault_raised(s->o.fault);
     size_t k = room(s, lane);
@@ -724,8 +642,8 @@ bool vw_source_poll(vw_source *s, size_t lane) {
  * 2.3.0): a worker stopped in that window, e.g. while a slow group
  * rebalances at startup, would exit 134. The assignor has its state once a
  * rebalance callback came (the SyncGroup answer is handled first). */
-static bool destroy_would_abort(const vw_source *s) {
-    return s->wa_4312 && s->sticky_assignor && atomic_load(&s->joined_group) && !s->assigned_once;
+static bool destroy_would_abort(vw_source *s) {
+    return s->wa_4312 && s->sticky_assignor && vw_rejoin_joined(&s->rejoin) && !s->assigned_once;
 }
 
 /* So a worker stopped in that window first waits, until its grace period

@@ -102,13 +102,4 @@ void vw_source_close(vw_source *s, int64_t deadline_ms);
 /* Closes if needed; NULL is a no-op. */
 void vw_source_free(vw_source *s);
 
-/* Reads one librdkafka log line (facility, text): true when it is a change
- * of the group's join state, librdkafka's "CGRPJOINSTATE" debug line `Group
- * "<id>" changed join state <from> -> <to> (...)`; *steady: <to> is
- * "steady"; *joined: a JoinGroup was answered (-> wait-sync, or the leader's
- * wait-join -> wait-metadata). The source asks librdkafka for these lines
- * (debug cgrp); tests/test_kafka_compat.c checks the text on the library
- * loaded. */
-bool vw_source_join_line(const char *fac, const char *buf, bool *steady, bool *joined);
-
 #endif

@@ -17,7 +17,7 @@ static int64_t consumer_ms(const vw_config *cfg, const char *key, int64_t dflt) 
 /* A member in a rebalance learns of it from its next heartbeat answer, so
  * two heartbeat intervals and a second for the round trip, at most the
  * session timeout (librdkafka's defaults: 3 s, 45 s). Once the rebalance
- * shows, the join state holds commits and intake (source.c "hold_commits";
+ * shows, the join state holds commits and intake (rejoin.h;
  * the window's history: docs/kafka-notes.md "The worker's rebalance
  * holds"). */
 int64_t vw_source_conf_hold_ms(const vw_config *cfg) {
