@@ -113,6 +113,7 @@ static bool find_reject(const vw_record *rec, int64_t max_request_bytes, vw_body
     return true;
 }
 
+/* [thread: any] */
 void vw_copy_type(char *dst, size_t cap, const char *type) {
     size_t n = strlen(type);
     if (n >= cap)

@@ -28,6 +28,7 @@ typedef struct echo_item {
     long runs; /* touched by the finish step only (one batch at a time) */
 } echo_item;
 
+/* [thread: kafka, processing] */
 static void echo_item_free(vw_processor *p, void *it) {
     (void)p;
     echo_item *item = it;
@@ -38,7 +39,8 @@ static void echo_item_free(vw_processor *p, void *it) {
     }
 }
 
-/* {"answers":{qid:{"echo":qid},...},"usage":{"bytes":..,"tokens":..,"sha256":".."}} */
+/* {"answers":{qid:{"echo":qid},...},"usage":{"bytes":..,"tokens":..,"sha256":".."}}
+ * [thread: admission] */
 static vw_status echo_value(const json_t *questions, const vw_record *rec, int64_t tokens,
                             vw_sbuf *sb, vw_err *err) {
     char hex[VW_SHA256_HEX];
@@ -62,6 +64,7 @@ static vw_status echo_value(const json_t *questions, const vw_record *rec, int64
     return vw_sbuf_status(sb);
 }
 
+/* [thread: admission, several at once] */
 static vw_status echo_admit(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err) {
     const echo *e = p->impl;
     if (e->slow_id && !strcmp(e->slow_id, rec->request_id)) {
@@ -108,6 +111,7 @@ done:
     return st;
 }
 
+/* [thread: processing] */
 static void echo_one(echo *e, echo_item *item, vw_result *r) {
     item->runs++;
     if (e->retry_id && !strcmp(e->retry_id, item->request_id) && item->runs <= e->retry_n) {
@@ -152,6 +156,7 @@ typedef struct echo_batch {
     size_t n;
 } echo_batch;
 
+/* [thread: kafka] */
 static vw_status echo_prepare(vw_processor *p, void *const *items, size_t n, void **batch,
                               vw_err *err) {
     (void)p;
@@ -169,7 +174,7 @@ static vw_status echo_prepare(vw_processor *p, void *const *items, size_t n, voi
 }
 
 /* The "device": VW_TEST_ECHO_DELAY_MS holds the executor thread as a model's
- * call would. */
+ * call would. [thread: executor] */
 static vw_status echo_execute(vw_processor *p, void *batch, vw_err *err) {
     (void)batch;
     (void)err;
@@ -181,6 +186,7 @@ static vw_status echo_execute(vw_processor *p, void *batch, vw_err *err) {
     return VW_OK;
 }
 
+/* [thread: processing, several at once] */
 static void echo_finish(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t) {
     (void)t;
     echo *e = p->impl;
@@ -189,6 +195,7 @@ static void echo_finish(vw_processor *p, void *batch, vw_result *results, vw_sta
         echo_one(e, b->items[i], &results[i]);
 }
 
+/* [thread: processing; kafka at shutdown] */
 static void echo_release(vw_processor *p, void *batch) {
     (void)p;
     echo_batch *b = batch;
@@ -197,6 +204,7 @@ static void echo_release(vw_processor *p, void *batch) {
     free(b);
 }
 
+/* [thread: any] */
 static const char *echo_model(vw_processor *p) {
     (void)p;
     return "test-echo@0";

@@ -17,6 +17,7 @@ void vw_fault_destroy(vw_fault *f) {
     pthread_mutex_destroy(&f->mu);
 }
 
+/* [thread: any] */
 bool vw_fault_raise(vw_fault *f, vw_status st, const char *type, const char *file, int line,
                     const char *fmt, ...) {
     bool first = false;
@@ -40,10 +41,12 @@ bool vw_fault_raise(vw_fault *f, vw_status st, const char *type, const char *fil
     return first;
 }
 
+/* [thread: any] */
 bool vw_fault_raised(vw_fault *f) {
     return atomic_load_explicit(&f->raised, memory_order_relaxed);
 }
 
+/* [thread: any] */
 vw_status vw_fault_cause(vw_fault *f, vw_err *err) {
     vw_status st = VW_OK;
     pthread_mutex_lock(&f->mu);

@@ -58,7 +58,7 @@ struct vw_flight {
     vw_err err;
 };
 
-/* Every item of f gets RETRY (transient) or FATAL with f's error. */
+/* Every item of f gets RETRY (transient) or FATAL with f's error. [thread: processing] */
 static void fail_flight(struct vw_flight *fl) {
     vw_result_kind kind = fl->st == VW_ETRANSIENT ? VW_RESULT_RETRY : VW_RESULT_FATAL;
     for (size_t i = 0; i < fl->batch->n; i++)

@@ -19,7 +19,7 @@ bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it) {
     return true;
 }
 
-/* Frees the result value and headers of an item. */
+/* Frees the result value and headers of an item. [thread: any (the item's holder)] */
 static void clear_result(vw_item *it) {
     free(it->res_value);
     for (size_t i = 0; i < it->n_headers; i++) {
@@ -33,6 +33,7 @@ static void clear_result(vw_item *it) {
     it->n_headers = 0;
 }
 
+/* [thread: any (the item's holder)] */
 void vw_item_free(vw_item *it) {
     if (!it)
         return;
@@ -44,10 +45,12 @@ void vw_item_free(vw_item *it) {
     free(it);
 }
 
+/* [thread: any (the item's holder)] */
 void vw_item_set_type(vw_item *it, const char *type) {
     vw_copy_type(it->type, sizeof it->type, type);
 }
 
+/* [thread: processing] */
 void vw_item_take(vw_item *it, vw_result *r) {
     clear_result(it);
     if (r->kind != VW_RESULT_RECORD) {
@@ -68,6 +71,7 @@ void vw_item_take(vw_item *it, vw_result *r) {
     r->n_headers = 0;
 }
 
+/* [thread: any (the item's holder)] */
 void vw_item_fail(vw_item *it, vw_result_kind kind, const char *type, const char *msg) {
     char *m = strdup(msg); /* msg may be it->msg itself */
     clear_result(it);

@@ -21,7 +21,7 @@ struct vw_lane {
 
 /* The processor's admit, for a record the worker-level checks passed (doc:
  * the value they parsed, or NULL). Leaves the item either with a finished
- * result, or with a pending processor item. */
+ * result, or with a pending processor item. [thread: admission] */
 static void admit(vw_lane *l, vw_item *it, const vw_json_doc *doc) {
     vw_record rec = {l->o.topic,  it->partition, it->offset,    it->timestamp,  it->key,
                      it->key_len, it->value,     it->value_len, it->request_id, doc};
@@ -38,7 +38,7 @@ static void admit(vw_lane *l, vw_item *it, const vw_json_doc *doc) {
     }
 }
 
-/* The checks' rejection (its full value, in sb), or the processor's admit. */
+/* The checks' rejection (its full value, in sb), or the processor's admit. [thread: admission] */
 static void admit_item(vw_lane *l, vw_item *it, vw_sbuf *sb) {
     vw_record rec = {l->o.topic,  it->partition, it->offset,    it->timestamp,  it->key,
                      it->key_len, it->value,     it->value_len, it->request_id, NULL};

@@ -42,6 +42,7 @@ static vw_status set_record(vw_result *r, int status, vw_sbuf *sb, vw_err *err) 
     return r->value ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "result value");
 }
 
+/* [thread: admission, several at once] */
 static vw_status pipe_admit(vw_processor *p, const vw_record *rec, vw_admission *out, vw_err *err) {
     pipeline *pl = p->impl;
     vw_plan *plan = NULL;
@@ -66,6 +67,7 @@ static vw_status pipe_admit(vw_processor *p, const vw_record *rec, vw_admission 
     return st;
 }
 
+/* [thread: processing] */
 static void fail(vw_result *r, vw_result_kind kind, const vw_err *err) {
     vw_result_clear(r);
     r->kind = kind;
@@ -78,6 +80,7 @@ typedef struct pipe_batch {
     size_t n;
 } pipe_batch;
 
+/* [thread: kafka] */
 static vw_status pipe_prepare(vw_processor *p, void *const *items, size_t n, void **batch,
                               vw_err *err) {
     pipeline *pl = p->impl;
@@ -94,6 +97,7 @@ static vw_status pipe_prepare(vw_processor *p, void *const *items, size_t n, voi
     return VW_OK;
 }
 
+/* [thread: executor] */
 static vw_status pipe_execute(vw_processor *p, void *batch, vw_err *err) {
     pipeline *pl = p->impl;
     pipe_batch *b = batch;
@@ -106,7 +110,8 @@ static vw_status pipe_execute(vw_processor *p, void *batch, vw_err *err) {
 
 /* Each plan's envelope, or its own failure: RETRY when transient (the device
  * was out of memory for it), else FATAL (dead-lettered); the other plans of
- * the batch are answered (vw_engine_execute runs a failing batch plan by plan). */
+ * the batch are answered (vw_engine_execute runs a failing batch plan by plan).
+ * [thread: processing, several at once] */
 static void pipe_finish(vw_processor *p, void *batch, vw_result *results, vw_stage_times *t) {
     pipeline *pl = p->impl;
     pipe_batch *b = batch;
@@ -136,6 +141,7 @@ static void pipe_finish(vw_processor *p, void *batch, vw_result *results, vw_sta
     }
 }
 
+/* [thread: processing; kafka at shutdown] */
 static void pipe_release(vw_processor *p, void *batch) {
     (void)p;
     pipe_batch *b = batch;
@@ -144,15 +150,18 @@ static void pipe_release(vw_processor *p, void *batch) {
     free(b);
 }
 
+/* [thread: kafka, processing] */
 static void pipe_item_free(vw_processor *p, void *item) {
     (void)p;
     vw_plan_free(item);
 }
 
+/* [thread: any] */
 static void pipe_cancel(vw_processor *p) {
     vw_engine_cancel(((pipeline *)p->impl)->engine);
 }
 
+/* [thread: any] */
 static const char *pipe_model(vw_processor *p) {
     return vw_engine_model(((pipeline *)p->impl)->engine);
 }

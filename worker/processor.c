@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* [thread: any] */
 void vw_result_clear(vw_result *r) {
     if (!r)
         return;
@@ -17,6 +18,7 @@ void vw_result_clear(vw_result *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* [thread: admission, processing] */
 vw_status vw_result_add_header(vw_result *r, const char *name, const void *value, size_t len) {
     vw_header *grown = realloc(r->headers, (r->n_headers + 1) * sizeof *grown);
     if (!grown)

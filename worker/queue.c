@@ -52,6 +52,7 @@ static bool push_locked(vw_queue *q, void *item, bool wait) {
     return true;
 }
 
+/* [thread: any] */
 bool vw_queue_push(vw_queue *q, void *item) {
     pthread_mutex_lock(&q->mu);
     bool ok = push_locked(q, item, true);
@@ -59,6 +60,7 @@ bool vw_queue_push(vw_queue *q, void *item) {
     return ok;
 }
 
+/* [thread: any] */
 bool vw_queue_try_push(vw_queue *q, void *item) {
     pthread_mutex_lock(&q->mu);
     bool ok = push_locked(q, item, false);
@@ -78,6 +80,7 @@ static void *pop_locked(vw_queue *q, bool wait) {
     return item;
 }
 
+/* [thread: any] */
 void *vw_queue_pop(vw_queue *q) {
     pthread_mutex_lock(&q->mu);
     void *item = pop_locked(q, true);
@@ -85,6 +88,7 @@ void *vw_queue_pop(vw_queue *q) {
     return item;
 }
 
+/* [thread: any] */
 void *vw_queue_try_pop(vw_queue *q) {
     pthread_mutex_lock(&q->mu);
     void *item = pop_locked(q, false);
@@ -92,6 +96,7 @@ void *vw_queue_try_pop(vw_queue *q) {
     return item;
 }
 
+/* [thread: any] */
 size_t vw_queue_len(vw_queue *q) {
     pthread_mutex_lock(&q->mu);
     size_t n = q->len;
@@ -99,6 +104,7 @@ size_t vw_queue_len(vw_queue *q) {
     return n;
 }
 
+/* [thread: any] */
 void vw_queue_close(vw_queue *q) {
     pthread_mutex_lock(&q->mu);
     q->closed = true;

@@ -14,6 +14,7 @@ void vw_rejoin_init(vw_rejoin *r, int64_t hold_ms, bool wa_4059, bool kip848) {
     atomic_init(&r->joined, false);
 }
 
+/* [thread: any] */
 bool vw_rejoin_join_line(const char *fac, const char *buf, bool *steady, bool *joined) {
     if (strcmp(fac, "CGRPJOINSTATE"))
         return false;
@@ -33,7 +34,7 @@ bool vw_rejoin_join_line(const char *fac, const char *buf, bool *steady, bool *j
 }
 
 /* Join-state lines are the only immediate signal that this member is
- * rejoining (librdkafka has no API for it). */
+ * rejoining (librdkafka has no API for it). [thread: librdkafka] */
 void vw_rejoin_log_line(vw_rejoin *r, const char *fac, const char *buf) {
     bool steady, joined;
     if (!vw_rejoin_join_line(fac, buf, &steady, &joined))

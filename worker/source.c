@@ -66,9 +66,8 @@ static void log_line(vw_source *s, const rd_kafka_t *rk, int level, const char *
 }
 
 /* `log_calls` lets a consumer handle left undestroyed (vw_source_close)
- * wait out the calls already in here before the worker is freed. */
-static void on_log(const rd_kafka_t *rk, int level, const char *fac,
-                   const char *buf) { /* [thread: librdkafka] */
+ * wait out the calls already in here before the worker is freed. [thread: librdkafka] */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     vw_source *s = rd_kafka_opaque(rk);
     atomic_fetch_add(&s->log_calls, 1);
     if (!atomic_load(&s->log_abandoned))

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-/* fd < 0: no loop to wake (a unit tested on its own). */
+/* fd < 0: no loop to wake (a unit tested on its own). [thread: any] */
 static inline void vw_wake(int fd) {
     char c = 'x';
     if (fd >= 0 && write(fd, &c, 1) < 0 && errno != EAGAIN) {
