@@ -20,14 +20,7 @@
 #define ECHO "{\"state\":\"s\",\"questions\":{\"q\":{}}}"
 
 typedef struct fixture {
-    vw_broker *b;
-    vw_config *cfg;
-    vw_processor *proc;
-    vw_metrics *metrics;
-    vw_offsets *ledger;
-    vw_fault fault;
-    vw_crashpoint crash;
-    vw_log log;
+    vw_unit_env e;
     vw_flow *flow;
     vw_unit_fetched in;
     uint32_t epoch;
@@ -38,23 +31,17 @@ typedef struct fixture {
 /* values[i] to requests:0 with keys k<i>, then read back. */
 static void setup(fixture *f, const char *extra, const char *const *values, size_t n) {
     memset(f, 0, sizeof *f);
-    f->b = vw_unit_broker("requests:1,results:1,requests.dlq:1");
-    f->cfg = vw_unit_config(f->b, NULL, extra);
-    f->proc = vw_unit_echo();
-    f->metrics = vw_metrics_new();
-    f->ledger = vw_offsets_new(vw_item_free_cb);
-    vw_fault_init(&f->fault, f->metrics);
+    vw_unit_env_init(&f->e, "requests:1,results:1,requests.dlq:1", NULL, extra, NULL,
+                     vw_item_free_cb);
     vw_err err = {0};
-    cr_assert_eq(vw_crashpoint_init(&f->crash, NULL, &err), VW_OK);
-    f->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
-    cr_assert_eq(vw_offsets_assign(f->ledger, "requests", 0, &f->epoch, NULL), VW_OK);
-    vw_flow_opts o = {.cfg = f->cfg,
-                      .log = &f->log,
-                      .proc = f->proc,
-                      .metrics = f->metrics,
-                      .ledger = f->ledger,
-                      .fault = &f->fault,
-                      .crash = &f->crash,
+    cr_assert_eq(vw_offsets_assign(f->e.ledger, "requests", 0, &f->epoch, NULL), VW_OK);
+    vw_flow_opts o = {.cfg = f->e.cfg,
+                      .log = &f->e.log,
+                      .proc = f->e.proc,
+                      .metrics = f->e.metrics,
+                      .ledger = f->e.ledger,
+                      .fault = &f->e.fault,
+                      .crash = &f->e.crash,
                       .topic = "requests",
                       .threads = 2,
                       .wake_fd = -1};
@@ -66,10 +53,10 @@ static void setup(fixture *f, const char *extra, const char *const *values, size
         snprintf(keys[i], sizeof keys[i], "k%zu", i);
         m[i] = (vw_kh_msg){.partition = 0, .key = keys[i], .value = values[i]};
     }
-    cr_assert_eq(vw_kh_produce(vw_broker_bootstraps(f->b), "requests", m, n, NULL, NULL), 0);
+    cr_assert_eq(vw_kh_produce(vw_broker_bootstraps(f->e.b), "requests", m, n, NULL, NULL), 0);
     free(m);
     free(keys);
-    f->in = vw_unit_fetch(f->b, "requests", 0, n);
+    f->in = vw_unit_fetch(f->e.b, "requests", 0, n);
 }
 
 static void teardown(fixture *f) {
@@ -77,12 +64,7 @@ static void teardown(fixture *f) {
     for (size_t i = 0; i < f->n_ready; i++)
         vw_item_free(f->ready[i]);
     vw_unit_fetched_free(&f->in);
-    vw_offsets_free(f->ledger);
-    vw_fault_destroy(&f->fault);
-    vw_metrics_free(f->metrics);
-    vw_processor_free(f->proc);
-    vw_config_free(f->cfg);
-    vw_broker_free(f->b);
+    vw_unit_env_free(&f->e);
 }
 
 static void intake_all(fixture *f) {
@@ -100,7 +82,7 @@ static void turn(void *ctx) {
     vw_flow_requeue_due(f->flow, now);
     vw_flow_dispatch(f->flow, now);
     vw_offset_pos pos;
-    while (vw_offsets_next_ready(f->ledger, &pos)) {
+    while (vw_offsets_next_ready(f->e.ledger, &pos)) {
         cr_assert_lt(f->n_ready, 64);
         f->ready[f->n_ready++] = pos.result;
     }
@@ -134,7 +116,7 @@ Test(flow, records_become_results_in_the_ledger) {
     cr_assert(vw_flow_idle(f.flow));
     cr_assert_eq(vw_flow_flights(f.flow), 0);
     cr_assert_eq(vw_flow_room(f.flow), 1024);
-    char *text = vw_metrics_render(f.metrics, NULL);
+    char *text = vw_metrics_render(f.e.metrics, NULL);
     cr_assert(strstr(text, "vela_worker_batches_total 2\n"), "6 records in batches of 4: 2");
     free(text);
     teardown(&f);
@@ -153,7 +135,7 @@ Test(flow, a_rejection_is_filed_without_a_batch) {
     cr_assert_eq(it->vela_status, 400);
     cr_assert(it->out_value && strstr(it->out_value, "json_invalid"), "%.*s", (int)it->out_len,
               it->out_value);
-    char *text = vw_metrics_render(f.metrics, NULL);
+    char *text = vw_metrics_render(f.e.metrics, NULL);
     cr_assert(strstr(text, "vela_worker_batches_total 0\n"), "no batch");
     free(text);
     teardown(&f);
@@ -172,7 +154,7 @@ Test(flow, a_retry_waits_for_its_backoff) {
     bool kept = false;
     for (int i = 0; i < 2000 && !kept; i++) {
         turn(&f);
-        char *text = vw_metrics_render(f.metrics, NULL);
+        char *text = vw_metrics_render(f.e.metrics, NULL);
         kept = strstr(text, "vela_worker_retries_total 1\n") != NULL;
         free(text);
     }
@@ -208,12 +190,12 @@ Test(flow, a_revoke_drops_queued_and_stale_work) {
     /* The next two are tracked in this epoch, then the partition moves on. */
     for (size_t i = 2; i < 4; i++)
         vw_flow_intake(f.flow, f.in.m[i], vw_now_ms());
-    cr_assert_eq(vw_offsets_revoke(f.ledger, "requests", 0, NULL, NULL), VW_OK);
-    cr_assert_eq(vw_offsets_assign(f.ledger, "requests", 0, NULL, NULL), VW_OK);
+    cr_assert_eq(vw_offsets_revoke(f.e.ledger, "requests", 0, NULL, NULL), VW_OK);
+    cr_assert_eq(vw_offsets_assign(f.e.ledger, "requests", 0, NULL, NULL), VW_OK);
     for (int i = 0; i < 2000 && vw_flow_room(f.flow) < 1024; i++)
         turn(&f);
     cr_assert(vw_flow_idle(f.flow), "stale items dropped, not batched");
     cr_assert_eq(f.n_ready, 0);
-    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 0, "nothing tracked in the new epoch");
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 0, "nothing tracked in the new epoch");
     teardown(&f);
 }

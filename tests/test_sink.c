@@ -18,38 +18,24 @@
 #define RESULT "{\"answers\":{\"q\":{\"echo\":\"q\"}}}"
 
 typedef struct fixture {
-    vw_broker *b;
-    vw_config *cfg;
-    vw_processor *proc;
-    vw_metrics *metrics;
-    vw_offsets *ledger;
-    vw_fault fault;
-    vw_crashpoint crash;
-    vw_log log;
+    vw_unit_env e;
     vw_sink *sink;
     uint32_t epoch[2];
 } fixture;
 
 static void setup(fixture *f, const char *crash, FILE *file) {
     memset(f, 0, sizeof *f);
-    f->b = vw_unit_broker(TOPICS);
-    f->cfg = vw_unit_config(f->b, NULL, NULL);
-    f->proc = vw_unit_echo();
-    f->metrics = vw_metrics_new();
-    f->ledger = vw_offsets_new(vw_item_free_cb);
-    vw_fault_init(&f->fault, f->metrics);
+    vw_unit_env_init(&f->e, TOPICS, NULL, NULL, crash, vw_item_free_cb);
     vw_err err = {0};
-    cr_assert_eq(vw_crashpoint_init(&f->crash, crash, &err), VW_OK, "%s", err.msg);
-    f->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
     for (int p = 0; p < 2; p++)
-        cr_assert_eq(vw_offsets_assign(f->ledger, "requests", p, &f->epoch[p], NULL), VW_OK);
-    vw_sink_opts o = {.cfg = f->cfg,
-                      .log = &f->log,
-                      .proc = f->proc,
-                      .metrics = f->metrics,
-                      .ledger = f->ledger,
-                      .fault = &f->fault,
-                      .crash = &f->crash,
+        cr_assert_eq(vw_offsets_assign(f->e.ledger, "requests", p, &f->epoch[p], NULL), VW_OK);
+    vw_sink_opts o = {.cfg = f->e.cfg,
+                      .log = &f->e.log,
+                      .proc = f->e.proc,
+                      .metrics = f->e.metrics,
+                      .ledger = f->e.ledger,
+                      .fault = &f->e.fault,
+                      .crash = &f->e.crash,
                       .topic = "requests",
                       .results_topic = "results",
                       .file = file,
@@ -60,21 +46,16 @@ static void setup(fixture *f, const char *crash, FILE *file) {
 
 static void teardown(fixture *f) {
     vw_sink_free(f->sink);
-    vw_offsets_free(f->ledger);
-    vw_fault_destroy(&f->fault);
-    vw_metrics_free(f->metrics);
-    vw_processor_free(f->proc);
-    vw_config_free(f->cfg);
-    vw_broker_free(f->b);
+    vw_unit_env_free(&f->e);
 }
 
 /* Tracks partition:offset and files its item as READY in the ledger. */
 static void ready(fixture *f, int32_t p, int64_t off, const char *id, const char *result) {
-    cr_assert_eq(vw_offsets_track(f->ledger, "requests", p, off, NULL), VW_OK);
-    vw_item *it = vw_unit_item(f->proc, p, off, f->epoch[p], id, "{\"q\":1}", result);
+    cr_assert_eq(vw_offsets_track(f->e.ledger, "requests", p, off, NULL), VW_OK);
+    vw_item *it = vw_unit_item(f->e.proc, p, off, f->epoch[p], id, "{\"q\":1}", result);
     if (!result)
         vw_item_fail(it, VW_RESULT_FATAL, "boom", "the processor failed");
-    cr_assert_eq(vw_offsets_set_result(f->ledger, "requests", p, f->epoch[p], off, it, NULL),
+    cr_assert_eq(vw_offsets_set_result(f->e.ledger, "requests", p, f->epoch[p], off, it, NULL),
                  VW_OK);
 }
 
@@ -83,12 +64,12 @@ static void ready(fixture *f, int32_t p, int64_t off, const char *id, const char
 static void hand_over(fixture *f) {
     vw_offset_pos pos;
     vw_sink_redo(f->sink);
-    while (!vw_sink_dead(f->sink) && vw_offsets_next_ready(f->ledger, &pos))
+    while (!vw_sink_dead(f->sink) && vw_offsets_next_ready(f->e.ledger, &pos))
         vw_sink_produce(f->sink, pos.result);
 }
 
 static bool all_acked(void *ctx) {
-    return vw_offsets_in_flight(((fixture *)ctx)->ledger, NULL, 0) == 0;
+    return vw_offsets_in_flight(((fixture *)ctx)->e.ledger, NULL, 0) == 0;
 }
 static bool redo_kept(void *ctx) {
     return vw_sink_pending(((fixture *)ctx)->sink) > 0;
@@ -112,10 +93,10 @@ Test(sink, results_in_partition_order_acknowledged_with_headers) {
         }
     hand_over(&f);
     cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000), "every result acknowledged");
-    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 0), 5);
-    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 1), 5);
-    cr_assert_not(vw_fault_raised(&f.fault));
-    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "results", 10, 15000);
+    cr_assert_eq(vw_offsets_position(f.e.ledger, "requests", 0), 5);
+    cr_assert_eq(vw_offsets_position(f.e.ledger, "requests", 1), 5);
+    cr_assert_not(vw_fault_raised(&f.e.fault));
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.e.b), "results", 10, 15000);
     cr_assert_eq(json_array_size(recs), 10);
     int64_t last[2][2] = {{-1, -1}, {-1, -1}}; /* [results partition][input partition] */
     size_t i;
@@ -147,7 +128,7 @@ Test(sink, fatal_result_goes_to_the_dlq_and_is_acknowledged) {
     ready(&f, 0, 0, "dead-1", NULL);
     hand_over(&f);
     cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
-    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 15000);
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.e.b), "requests.dlq", 1, 15000);
     cr_assert_eq(json_array_size(recs), 1);
     json_t *r = json_array_get(recs, 0);
     cr_assert_str_eq(vw_kh_header(r, "request-id"), "dead-1");
@@ -166,14 +147,14 @@ Test(sink, permanent_delivery_error_is_redone_as_a_dead_letter) {
     fixture f;
     setup(&f, NULL, NULL);
     vw_err err = {0};
-    cr_assert_eq(vw_broker_control(f.b, "err 0 1 10", &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_broker_control(f.e.b, "err 0 1 10", &err), VW_OK, "%s", err.msg);
     ready(&f, 1, 0, "big-1", RESULT);
     hand_over(&f);
     cr_assert(vw_unit_until(redo_kept, poll_sink, &f, 15000), "the failed delivery is kept");
-    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 1, "not acknowledged yet");
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 1, "not acknowledged yet");
     cr_assert(vw_unit_until(all_acked, hand_and_poll, &f, 15000));
     cr_assert_eq(vw_sink_pending(f.sink), 0);
-    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 15000);
+    json_t *recs = vw_kh_consume(vw_broker_bootstraps(f.e.b), "requests.dlq", 1, 15000);
     cr_assert_eq(json_array_size(recs), 1);
     cr_assert_str_eq(vw_kh_header(json_array_get(recs, 0), "vela-error-type"),
                      "MSG_SIZE_TOO_LARGE");
@@ -196,14 +177,14 @@ Test(sink, dead_producer_leaves_the_record_unacknowledged) {
     hand_over(&f);
     cr_assert(vw_sink_dead(f.sink));
     vw_err cause = {0};
-    cr_assert_eq(vw_fault_cause(&f.fault, &cause), VW_EKAFKA);
+    cr_assert_eq(vw_fault_cause(&f.e.fault, &cause), VW_EKAFKA);
     cr_assert_str_eq(cause.type, "kafka_fatal");
     cr_assert(strstr(cause.msg, "fatal producer error OUT_OF_ORDER_SEQUENCE_NUMBER"), "%s",
               cause.msg);
     vw_sink_poll(f.sink, 200);
-    cr_assert_eq(vw_offsets_position(f.ledger, "requests", 0), 1, "nothing past the first");
-    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 2);
-    json_t *dlq = vw_kh_consume(vw_broker_bootstraps(f.b), "requests.dlq", 1, 1000);
+    cr_assert_eq(vw_offsets_position(f.e.ledger, "requests", 0), 1, "nothing past the first");
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 2);
+    json_t *dlq = vw_kh_consume(vw_broker_bootstraps(f.e.b), "requests.dlq", 1, 1000);
     cr_assert_eq(json_array_size(dlq), 0, "not dead-lettered");
     json_decref(dlq);
     teardown(&f);
@@ -218,7 +199,7 @@ Test(sink, replay_lines_to_a_file) {
     ready(&f, 0, 0, "line-1", RESULT);
     ready(&f, 0, 1, "line-2", NULL);
     hand_over(&f);
-    cr_assert_eq(vw_offsets_in_flight(f.ledger, NULL, 0), 0);
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 0);
     cr_assert_eq(vw_sink_done(f.sink), 2);
     rewind(out);
     char line[512];

@@ -19,13 +19,7 @@
 enum { MAX_SEEN = 256 };
 
 typedef struct fixture {
-    vw_broker *b;
-    vw_config *cfg;
-    vw_metrics *metrics;
-    vw_offsets *ledger;
-    vw_fault fault;
-    vw_crashpoint crash;
-    vw_log log;
+    vw_unit_env e;
     vw_source *src;
     size_t room; /* what the test's loop can still admit */
     /* what the hooks saw */
@@ -42,7 +36,7 @@ typedef struct fixture {
 static void on_record(void *ctx, const rd_kafka_message_t *m) {
     fixture *f = ctx;
     cr_assert_lt(f->n_seen, (size_t)MAX_SEEN);
-    cr_assert_eq(vw_offsets_track(f->ledger, "requests", m->partition, m->offset, NULL), VW_OK,
+    cr_assert_eq(vw_offsets_track(f->e.ledger, "requests", m->partition, m->offset, NULL), VW_OK,
                  "records come in offset order of assigned partitions");
     f->part[f->n_seen] = m->partition;
     f->off[f->n_seen++] = m->offset;
@@ -65,21 +59,15 @@ static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
 
 static void setup(fixture *f, const char *group, const char *extra, bool replay) {
     memset(f, 0, sizeof *f);
-    f->b = vw_unit_broker(TOPICS);
-    f->cfg = vw_unit_config(f->b, group, extra);
-    f->metrics = vw_metrics_new();
-    f->ledger = vw_offsets_new(NULL);
-    vw_fault_init(&f->fault, f->metrics);
+    vw_unit_env_init(&f->e, TOPICS, group, extra, NULL, NULL);
     vw_err err = {0};
-    cr_assert_eq(vw_crashpoint_init(&f->crash, NULL, &err), VW_OK);
-    f->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
     f->room = 1000;
-    vw_source_opts o = {.cfg = f->cfg,
-                        .log = &f->log,
-                        .metrics = f->metrics,
-                        .ledger = f->ledger,
-                        .fault = &f->fault,
-                        .crash = &f->crash,
+    vw_source_opts o = {.cfg = f->e.cfg,
+                        .log = &f->e.log,
+                        .metrics = f->e.metrics,
+                        .ledger = f->e.ledger,
+                        .fault = &f->e.fault,
+                        .crash = &f->e.crash,
                         .topic = "requests",
                         .replay = replay,
                         .wake_fd = -1,
@@ -89,11 +77,7 @@ static void setup(fixture *f, const char *group, const char *extra, bool replay)
 
 static void teardown(fixture *f) {
     vw_source_free(f->src);
-    vw_offsets_free(f->ledger);
-    vw_fault_destroy(&f->fault);
-    vw_metrics_free(f->metrics);
-    vw_config_free(f->cfg);
-    vw_broker_free(f->b);
+    vw_unit_env_free(&f->e);
 }
 
 /* n records with values "v<i>", i % 2 to partition i % 2. */
@@ -104,7 +88,7 @@ static void produce(fixture *f, size_t first, size_t n) {
         snprintf(v[i], sizeof v[i], "v%zu", first + i);
         m[i] = (vw_kh_msg){.partition = (int32_t)((first + i) % 2), .value = v[i]};
     }
-    cr_assert_eq(vw_kh_produce(vw_broker_bootstraps(f->b), "requests", m, n, NULL, NULL), 0);
+    cr_assert_eq(vw_kh_produce(vw_broker_bootstraps(f->e.b), "requests", m, n, NULL, NULL), 0);
     free(m);
     free(v);
 }
@@ -123,14 +107,14 @@ static void step(void *ctx) {
 static void ack_all(fixture *f) {
     for (size_t i = 0; i < f->n_seen; i++) {
         uint32_t epoch = 0;
-        cr_assert(vw_offsets_is_assigned(f->ledger, "requests", f->part[i], &epoch));
-        vw_offsets_set_result(f->ledger, "requests", f->part[i], epoch, f->off[i], &f->part[i],
+        cr_assert(vw_offsets_is_assigned(f->e.ledger, "requests", f->part[i], &epoch));
+        vw_offsets_set_result(f->e.ledger, "requests", f->part[i], epoch, f->off[i], &f->part[i],
                               NULL);
     }
     vw_offset_pos pos;
-    while (vw_offsets_next_ready(f->ledger, &pos))
+    while (vw_offsets_next_ready(f->e.ledger, &pos))
         cr_assert_eq(
-            vw_offsets_ack(f->ledger, pos.topic, pos.partition, pos.epoch, pos.offset, NULL),
+            vw_offsets_ack(f->e.ledger, pos.topic, pos.partition, pos.epoch, pos.offset, NULL),
             VW_OK);
 }
 
@@ -151,10 +135,10 @@ Test(source, records_reach_the_hook_in_partition_order_and_commit) {
     vw_source_commit(f.src, true);
     int64_t committed[2];
     cr_assert_eq(
-        vw_kh_committed(vw_broker_bootstraps(f.b), "unit-source", "requests", 2, committed), 0);
+        vw_kh_committed(vw_broker_bootstraps(f.e.b), "unit-source", "requests", 2, committed), 0);
     cr_assert_eq(committed[0], 10);
     cr_assert_eq(committed[1], 10);
-    cr_assert_not(vw_fault_raised(&f.fault));
+    cr_assert_not(vw_fault_raised(&f.e.fault));
     teardown(&f);
 }
 
@@ -205,10 +189,10 @@ Test(source, revoke_drops_settles_then_commits_the_acknowledged) {
     cr_assert_leq(f.settle_deadline, deadline, "the stop deadline bounds the settle");
     int64_t committed[2];
     cr_assert_eq(
-        vw_kh_committed(vw_broker_bootstraps(f.b), "unit-revoke", "requests", 2, committed), 0);
+        vw_kh_committed(vw_broker_bootstraps(f.e.b), "unit-revoke", "requests", 2, committed), 0);
     cr_assert_eq(committed[0], 4);
     cr_assert_eq(committed[1], 4);
-    cr_assert_not(vw_offsets_is_assigned(f.ledger, "requests", 0, NULL), "revoked in the ledger");
+    cr_assert_not(vw_offsets_is_assigned(f.e.ledger, "requests", 0, NULL), "revoked in the ledger");
     teardown(&f);
 }
 
@@ -219,7 +203,7 @@ Test(source, replay_assigns_ranges_without_a_group) {
     produce(&f, 0, 10);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, "requests", 1)->offset = 2;
-    cr_assert_eq(vw_offsets_assign(f.ledger, "requests", 1, NULL, NULL), VW_OK);
+    cr_assert_eq(vw_offsets_assign(f.e.ledger, "requests", 1, NULL, NULL), VW_OK);
     vw_err err = {0};
     cr_assert_eq(vw_source_assign(f.src, l, &err), VW_OK, "%s", err.msg);
     f.want = 3;

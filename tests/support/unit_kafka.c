@@ -73,6 +73,30 @@ vw_item *vw_unit_item(vw_processor *p, int32_t partition, int64_t offset, uint32
     return it;
 }
 
+void vw_unit_env_init(vw_unit_env *e, const char *topics, const char *group, const char *extra_yaml,
+                      const char *crash, void (*free_result)(void *)) {
+    memset(e, 0, sizeof *e);
+    e->b = vw_unit_broker(topics);
+    e->cfg = vw_unit_config(e->b, group, extra_yaml);
+    e->proc = vw_unit_echo();
+    e->metrics = vw_metrics_new();
+    e->ledger = vw_offsets_new(free_result);
+    cr_assert(e->metrics && e->ledger);
+    vw_fault_init(&e->fault, e->metrics);
+    vw_err err = {0};
+    cr_assert_eq(vw_crashpoint_init(&e->crash, crash, &err), VW_OK, "%s", err.msg);
+    e->log = (vw_log){.level = VW_LOG_WARN, .format = VW_LOG_TEXT, .out = stderr};
+}
+
+void vw_unit_env_free(vw_unit_env *e) {
+    vw_offsets_free(e->ledger);
+    vw_fault_destroy(&e->fault);
+    vw_metrics_free(e->metrics);
+    vw_processor_free(e->proc);
+    vw_config_free(e->cfg);
+    vw_broker_free(e->b);
+}
+
 vw_unit_fetched vw_unit_fetch(const vw_broker *b, const char *topic, int32_t partition, size_t n) {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();

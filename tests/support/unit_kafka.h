@@ -12,10 +12,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault.h"
 #include "item.h"
+#include "offsets.h"
 #include "processor.h"
 #include "service/broker.h"
 #include "service/config.h"
+#include "service/crashpoint.h"
+#include "service/log.h"
+#include "service/metrics.h"
+
+/* What every unit suite sets up around the unit: a mock cluster with topics,
+ * a config for it, the echo processor, metrics, a ledger, a fault record, a
+ * crash point and a log to stderr (warnings). */
+typedef struct vw_unit_env {
+    vw_broker *b;
+    vw_config *cfg;
+    vw_processor *proc;
+    vw_metrics *metrics;
+    vw_offsets *ledger;
+    vw_fault fault;
+    vw_crashpoint crash;
+    vw_log log;
+} vw_unit_env;
+
+/* topics: vw_unit_broker's spec; group, extra_yaml: vw_unit_config's; crash:
+ * a VW_CRASH_AT spec or NULL; free_result: the ledger's (NULL: none). */
+void vw_unit_env_init(vw_unit_env *e, const char *topics, const char *group, const char *extra_yaml,
+                      const char *crash, void (*free_result)(void *));
+void vw_unit_env_free(vw_unit_env *e);
 
 /* A one-broker mock cluster with the topics of spec ("name:parts,..."). */
 vw_broker *vw_unit_broker(const char *topics);
