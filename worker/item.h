@@ -18,8 +18,9 @@
 #include "processor.h"
 
 /* One consumed record on its way to a result. Owned by whoever holds it: the
- * batcher, the executor batch, the retry list, the tracker (READY) or
- * librdkafka's opaque (PRODUCING, until the delivery report). */
+ * flow (the admission lane, the batcher, a flight, the retry list), the ledger
+ * (offsets.h: READY), the sink (librdkafka's opaque while PRODUCING, until the
+ * delivery report; then its redo list after a failed delivery). */
 typedef struct vw_item {
     vw_processor *proc; /* whose proc_item it holds */
     int32_t partition;

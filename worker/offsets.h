@@ -1,4 +1,5 @@
-/* offsets.h — per-partition delivery order and commit tracker.
+/* offsets.h — per-partition delivery order and commit tracker: the worker's
+ * ledger (worker.c owns it and lends it to the source, the flow and the sink).
  *
  * The worker's commit rule (docs/contract.md "Delivery guarantees"): a
  * partition's offset is committed only when the result of that record and of
