@@ -48,7 +48,7 @@ static void setup(fixture *f, const char *extra, const char *const *values, size
     cr_assert_eq(vw_flow_new(&o, &f->flow, &err), VW_OK, "%s", err.msg);
     cr_assert_eq(vw_flow_start(f->flow, &err), VW_OK, "%s", err.msg);
     vw_kh_msg *m = calloc(n, sizeof *m);
-    char(*keys)[16] = calloc(n, sizeof *keys);
+    char(*keys)[32] = calloc(n, sizeof *keys);
     for (size_t i = 0; i < n; i++) {
         snprintf(keys[i], sizeof keys[i], "k%zu", i);
         m[i] = (vw_kh_msg){.partition = 0, .key = keys[i], .value = values[i]};
@@ -105,7 +105,7 @@ Test(flow, records_become_results_in_the_ledger) {
     for (size_t i = 0; i < 6; i++) {
         vw_item *it = f.ready[i];
         cr_assert_eq(it->offset, (int64_t)i, "the ledger hands them out in offset order");
-        char key[16];
+        char key[32];
         snprintf(key, sizeof key, "k%zu", i);
         cr_assert_str_eq(it->request_id, key, "the request id is the key");
         cr_assert_eq(it->kind, VW_RESULT_RECORD);

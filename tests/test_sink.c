@@ -87,7 +87,7 @@ Test(sink, results_in_partition_order_acknowledged_with_headers) {
     setup(&f, NULL, NULL);
     for (int p = 0; p < 2; p++)
         for (int64_t o = 0; o < 5; o++) {
-            char id[16];
+            char id[48];
             snprintf(id, sizeof id, "r%d-%lld", p, (long long)o);
             ready(&f, p, o, id, RESULT);
         }
@@ -109,7 +109,7 @@ Test(sink, results_in_partition_order_acknowledged_with_headers) {
         int ip = -1;
         long long off = -1;
         cr_assert_eq(sscanf(src, "requests:%d:%lld", &ip, &off), 2, "%s", src);
-        char want[16];
+        char want[48];
         snprintf(want, sizeof want, "r%d-%lld", ip, off);
         cr_assert_str_eq(id, want, "the header names the record it answers");
         const char *payload = json_string_value(json_object_get(r, "payload"));

@@ -83,7 +83,7 @@ static void teardown(fixture *f) {
 /* n records with values "v<i>", i % 2 to partition i % 2. */
 static void produce(fixture *f, size_t first, size_t n) {
     vw_kh_msg *m = calloc(n, sizeof *m);
-    char(*v)[16] = calloc(n, sizeof *v);
+    char(*v)[32] = calloc(n, sizeof *v);
     for (size_t i = 0; i < n; i++) {
         snprintf(v[i], sizeof v[i], "v%zu", first + i);
         m[i] = (vw_kh_msg){.partition = (int32_t)((first + i) % 2), .value = v[i]};
