@@ -8,7 +8,11 @@
  *    bit for bit, and changing one block leaves the other blocks' rows
  *    bit-identical;
  *  - delta rule: the chunked form equals the token recurrence (<= 1e-5)
- *    across chunk boundaries, with and without an initial state.
+ *    across chunk boundaries, with and without an initial state;
+ *  - real widths: the 4B and 9B slices (core/model/random_bundle.h, written
+ *    once per machine by tests/support vw_test_slice_bundle) against
+ *    transformers' goldens (fixtures/backbone/slice-*.bin,
+ *    tools/make_slice_goldens.py) within 1e-4.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -26,6 +30,7 @@
 #include "vw_test.h"
 
 #define GOLD_HINT "HINT: regenerate with .venv/bin/python tools/make_backbone_goldens.py"
+#define SLICE_HINT "HINT: regenerate with .venv/bin/python tools/make_slice_goldens.py"
 
 static vw_bundle *bundle;
 static vw_executor *ex;
@@ -99,6 +104,95 @@ Test(backbone, matches_transformers_goldens, .init = setup, .fini = teardown) {
     }
     free(g);
     free(path);
+}
+
+/* ---- real widths: the 4B and 9B slices ------------------------------------- */
+
+/* The digest of model.safetensors that MODEL_MANIFEST.json in dir lists (the
+ * bundle verified the file against it), malloc'd. */
+static char *listed_weights_sha256(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/MODEL_MANIFEST.json", dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    const char *h =
+        json_string_value(json_object_get(json_object_get(m, "files_sha256"), "model.safetensors"));
+    char *copy = h ? strdup(h) : NULL;
+    json_decref(m);
+    return copy;
+}
+
+/* The slice's goldens (tools/make_slice_goldens.py): each case's ids run as one
+ * sequence with the recorded rows as readouts, compared within 1e-4 as the
+ * tiny bundle's (|ref| up to ~4.8 here). The golden's package must be the one
+ * the writer makes today: its weights' digest is checked first. */
+static void slice_matches_goldens(const char *shape, const char *golden) {
+    char *side_path = vw_test_path("fixtures/backbone/slices.json");
+    json_t *side = json_load_file(side_path, 0, NULL);
+    const json_t *entry = json_object_get(json_object_get(side, "slices"), shape);
+    const char *want_sha = json_string_value(json_object_get(entry, "model_safetensors_sha256"));
+    cr_assert(want_sha, "%s: no entry for %s. " SLICE_HINT, side_path, shape);
+    char *dir = vw_test_slice_bundle(shape);
+    cr_assert_not_null(dir, "writing the %s package failed", shape);
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &bundle, &err), VW_OK, "%s", err.msg);
+    char *got_sha = listed_weights_sha256(dir);
+    cr_assert(got_sha && !strcmp(got_sha, want_sha),
+              "%s: the writer's weights (%s) are not the goldens' (%s). " SLICE_HINT, shape,
+              got_sha ? got_sha : "?", want_sha);
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &ex, &err), VW_OK, "%s", err.msg);
+    char *path = vw_test_path(golden);
+    size_t len = 0;
+    unsigned char *g = (unsigned char *)vw_test_read_file(path, &len);
+    cr_assert(g, "%s missing. " SLICE_HINT, path);
+    cr_assert(len > 20 && !memcmp(g, "VWSLGLD1", 8) && rd32(g + 8) == 1,
+              "bad magic/version. " SLICE_HINT);
+    uint32_t n = rd32(g + 12), H = rd32(g + 16);
+    cr_assert_eq(H, ex->hidden, "golden hidden %u vs bundle %zu. " SLICE_HINT, H, ex->hidden);
+    size_t off = 20;
+    for (uint32_t c = 0; c < n; c++) {
+        cr_assert(off + 4 <= len, "truncated goldens. " SLICE_HINT);
+        uint32_t T = rd32(g + off);
+        cr_assert(off + 8 + 4 * (size_t)T <= len, "truncated goldens. " SLICE_HINT);
+        uint32_t R = rd32(g + off + 4 + 4 * (size_t)T);
+        size_t need = 8 + 4 * ((size_t)T + R + (size_t)R * H);
+        cr_assert(off + need <= len && R > 0, "truncated goldens. " SLICE_HINT);
+        int32_t *ids = malloc(T * sizeof *ids), *ro = malloc(R * sizeof *ro);
+        float *want = malloc((size_t)R * H * sizeof *want), *got = malloc((size_t)R * H * 4);
+        memcpy(ids, g + off + 4, 4 * (size_t)T); /* little-endian host */
+        memcpy(ro, g + off + 8 + 4 * (size_t)T, 4 * (size_t)R);
+        memcpy(want, g + off + 8 + 4 * ((size_t)T + R), 4 * (size_t)R * H);
+        off += need;
+        vw_tree tr = {.prefix = ids, .n_prefix = T, .prefix_readouts = ro, .n_prefix_readouts = R};
+        cr_assert_eq(vw_executor_forward(ex, &tr, 1, got, &err), VW_OK, "%s", err.msg);
+        double maxd = 0, maxref = 0;
+        size_t at = 0;
+        for (size_t i = 0; i < (size_t)R * H; i++) {
+            double d = fabs((double)got[i] - want[i]);
+            if (d > maxd || isnan(d))
+                maxd = d, at = i;
+            maxref = fmax(maxref, fabs(want[i]));
+        }
+        printf("%s golden T=%3u (%u rows): max|diff| = %.3g (max|ref| %.3f)\n", shape, T, R, maxd,
+               maxref);
+        fflush(stdout);
+        cr_expect(maxd <= 1e-4, "%s T=%u: max|diff| %.3g at row %d col %zu (got %.7g want %.7g). ",
+                  shape, T, maxd, ro[at / H], at % H, got[at], want[at]);
+        free(ids), free(ro), free(want), free(got);
+    }
+    free(g);
+    free(path);
+    free(got_sha);
+    free(dir);
+    json_decref(side);
+    free(side_path);
+}
+
+Test(backbone, slice_4b_matches_transformers_goldens, .fini = teardown) {
+    slice_matches_goldens("4b-slice", "fixtures/backbone/slice-4b.bin");
+}
+
+Test(backbone, slice_9b_matches_transformers_goldens, .fini = teardown) {
+    slice_matches_goldens("9b-slice", "fixtures/backbone/slice-9b.bin");
 }
 
 /* ---- tree semantics ------------------------------------------------------ */

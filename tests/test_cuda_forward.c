@@ -12,7 +12,11 @@
  *    (not asserted) for cuBLAS FP32 and BF16, whose GEMMs may pick other
  *    kernels for other shapes (docs/spec/backbone.md §6.2);
  *  - limits: a batch over max_tokens/max_trees is VW_ETRANSIENT and leaves the
- *    executor usable; malformed trees are VW_EINVAL; bad options are refused.
+ *    executor usable; malformed trees are VW_EINVAL; bad options are refused;
+ *  - real widths: the 4B and 9B slices (core/model/random_bundle.h: full
+ *    width, a DeltaNet and a full-attention layer; 16 query heads of 256 over
+ *    4 KV heads, 32 DeltaNet value heads over 16 key heads), FP32 and BF16X2
+ *    against the CPU backend at the same 1e-3 bar, on a short tree.
  * Skipped (cr_skip_test) without a CUDA device or a CUDA build.
  */
 #include <criterion/criterion.h>
@@ -306,6 +310,67 @@ Test(cuda_forward, limits_and_errors, .init = need_gpu, .fini = done) {
     cr_expect_null(no);
     free(rows);
     free(f.ids);
+}
+
+/* ---- real widths: the 4B and 9B slices --------------------------------------- */
+
+static void need_device(void) {
+    if (vw_cuda_device_count(NULL, 0) == 0)
+        cr_skip_test("no CUDA device");
+}
+
+/* One tree kept short for the CPU emulator: a 66-token prefix (one delta-rule
+ * chunk of 64 and the start of the next) and two blocks, readouts at both
+ * chunk edges. FP32 and BF16X2 against the CPU backend, 1e-3 as on the tiny
+ * bundle; the drift is printed. */
+static void slice_vs_cpu(const char *shape) {
+    char *dir = vw_test_slice_bundle(shape);
+    cr_assert_not_null(dir, "writing the %s package failed", shape);
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &bundle, &err), VW_OK, "%s", err.msg);
+    const vw_qwen35_config *c = vw_bundle_backbone_config(bundle);
+    cr_assert(c->lin_v_heads == 2 * c->lin_k_heads && c->head_dim == 256 && c->n_heads == 16,
+              "%s: not the grouped real-width shape", shape);
+    int32_t ids[73];
+    uint64_t s = 0x243f6a8885a308d3ull;
+    for (size_t i = 0; i < 73; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((s >> 33) % (uint64_t)c->vocab);
+    }
+    static const int32_t ro_pre[] = {0, 63, 64, 65}, ro_a[] = {0, 4}, ro_b[] = {1};
+    vw_block bl[2] = {{ids + 66, 5, ro_a, 2}, {ids + 71, 2, ro_b, 1}};
+    vw_tree t = {ids, 66, ro_pre, 4, bl, 2};
+    vw_executor *cpu = NULL;
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
+    const size_t n = vw_trees_readout_count(&t, 1) * cpu->hidden;
+    float *ref = run(cpu, &t, 1);
+    vw_executor_free(cpu);
+    static const vw_cuda_precision precs[] = {VW_CUDA_FP32, VW_CUDA_BF16X2};
+    for (size_t p = 0; p < 2; p++) {
+        vw_cuda_opts o = {.max_tokens = 128, .max_trees = 2, .precision = precs[p]};
+        vw_executor *gpu = NULL;
+        vw_status st = vw_backbone_cuda_new(bundle, &o, &gpu, &err);
+        cr_assert_eq(st, VW_OK, "%s: %s (%s)", vw_status_name(st), err.msg, err.where);
+        float *got = run(gpu, &t, 1);
+        drift d = compare(got, ref, n);
+        fprintf(stderr, "%s %s vs CPU: %zu values, max|diff| %.3g, rel RMS %.3g\n", shape,
+                vw_cuda_precision_name(precs[p]), n, d.max_abs, d.rel_rms);
+        cr_expect_eq(d.nonfinite, 0, "%s: non-finite rows", shape);
+        cr_expect_leq(d.max_abs, 1e-3, "%s %s: max |diff| %.3g > 1e-3", shape,
+                      vw_cuda_precision_name(precs[p]), d.max_abs);
+        free(got);
+        vw_executor_free(gpu);
+    }
+    free(ref);
+    free(dir);
+}
+
+Test(cuda_forward, slice_4b_matches_cpu, .init = need_device, .fini = done) {
+    slice_vs_cpu("4b-slice");
+}
+
+Test(cuda_forward, slice_9b_matches_cpu, .init = need_device, .fini = done) {
+    slice_vs_cpu("9b-slice");
 }
 
 #else

@@ -2,8 +2,10 @@
  * random-bundle writer (core/model/random_bundle.h): specs parse or are refused
  * by name, instant rows are deterministic with unit RMS, sim holds the caller
  * for its modelled time (the FLOP count checked by hand), and a `ceiling`
- * bundle written here opens in the engine and answers the golden request. */
+ * bundle written here opens in the engine and answers the golden request; the
+ * writer replaces only packages it wrote. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,4 +171,42 @@ Test(synthetic, instant_rows_have_unit_rms) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+static json_int_t manifest_seed(const char *dir) {
+    char p[256];
+    snprintf(p, sizeof p, "%s/MODEL_MANIFEST.json", dir);
+    json_t *m = json_load_file(p, 0, NULL);
+    json_int_t s = json_integer_value(json_object_get(json_object_get(m, "generator"), "seed"));
+    json_decref(m);
+    return s;
+}
+
+/* The writer replaces a package it wrote for another seed, refuses to replace
+ * a directory holding anything else (leaving it as it was), and leaves no
+ * half-written sibling behind either way. */
+Test(synthetic, random_bundle_replaces_only_its_own_packages) {
+    char dir[64], cmd[200];
+    snprintf(dir, sizeof dir, "/tmp/vw-test-replace-%d", (int)getpid());
+    char *tmpl = vw_test_path("fixtures/tiny-vela");
+    vw_err err = {0};
+    bool reused = true;
+    cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 7, &reused, &err), VW_OK, "%s",
+                 err.msg);
+    cr_assert(!reused);
+    cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 8, &reused, &err), VW_OK, "%s",
+                 err.msg);
+    cr_assert(!reused, "another seed is another package");
+    cr_assert_eq(manifest_seed(dir), 8);
+    char *notes = vw_test_write_lines(dir, "notes.txt", (const char *const[]){"mine", NULL});
+    cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 9, &reused, &err), VW_EIO);
+    cr_assert(strstr(err.msg, "holds another package or other files"), "%s", err.msg);
+    cr_assert_eq(manifest_seed(dir), 8, "the refused directory is left as it was");
+    cr_assert_eq(access(notes, F_OK), 0);
+    snprintf(cmd, sizeof cmd, "ls -d %s.tmp-* 2>/dev/null | grep -q .", dir);
+    cr_assert_neq(system(cmd), 0, "no half-written sibling is left");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(notes);
+    free(tmpl);
 }

@@ -1,32 +1,130 @@
-/* random_bundle.c — a seeded random Vela 2.0 package (see random_bundle.h). */
+/* random_bundle.c — a seeded random Vela 2.0 package (see random_bundle.h).
+ * Owns the shape table and the package layout; never reads a bundle back
+ * (vw_bundle_open does). */
 #include "random_bundle.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "qwen35_config.h"
 #include "util/reserve.h"
 #include "util/sha256.h"
 
 #define GENERATOR "core/model/random_bundle.c"
+/* Bumped whenever the bytes written for a (shape, seed) change, so a package
+ * written by an older generator is not reused (2: per-chunk streams). */
+#define GENERATOR_VERSION 2
 
-typedef struct rng {
-    uint64_t s;
-} rng;
+/* ---- shapes --------------------------------------------------------------- */
 
-static double unif(rng *r) { /* xorshift64*, [0, 1) */
-    r->s ^= r->s >> 12, r->s ^= r->s << 25, r->s ^= r->s >> 27;
-    return (double)((r->s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+/* The backbone_config keys a shape sets, in the order of shape_def.v. */
+static const char *const shape_keys[] = {"full_attention_interval",
+                                         "head_dim",
+                                         "hidden_size",
+                                         "intermediate_size",
+                                         "linear_conv_kernel_dim",
+                                         "linear_key_head_dim",
+                                         "linear_num_key_heads",
+                                         "linear_num_value_heads",
+                                         "linear_value_head_dim",
+                                         "num_attention_heads",
+                                         "num_key_value_heads",
+                                         "num_hidden_layers"};
+enum { N_SHAPE_KEYS = sizeof shape_keys / sizeof *shape_keys };
+
+typedef struct shape_def {
+    const char *name;
+    int v[N_SHAPE_KEYS];
+    int vocab;    /* embedding rows; 0: the template's */
+    int mrope[3]; /* rope_parameters.mrope_section: rotary width / 2 in three parts */
+} shape_def;
+
+/* docs/spec/backbone.md §1.1 (0.8B) and §1.2 (4B, 9B); the 2B is left out:
+ * its intermediate size has no primary source. */
+#define Q08 4, 256, 1024, 3584, 4, 128, 16, 16, 128, 8, 2
+#define Q4 4, 256, 2560, 9216, 4, 128, 16, 32, 128, 16, 4
+#define Q9 4, 256, 4096, 12288, 4, 128, 16, 32, 128, 16, 4
+static const shape_def shapes[] = {
+    {"0.8b", {Q08, 24}, 248320, {11, 11, 10}},
+    {"4b", {Q4, 32}, 248320, {11, 11, 10}},
+    {"9b", {Q9, 32}, 248320, {11, 11, 10}},
+    {"4b-slice", {Q4, VW_RANDOM_SLICE_LAYERS}, 0, {11, 11, 10}},
+    {"9b-slice", {Q9, VW_RANDOM_SLICE_LAYERS}, 0, {11, 11, 10}},
+    {"ceiling", {4, 32, 1024, 64, 4, 32, 1, 1, 32, 1, 1, 4}, 0, {2, 1, 1}},
+};
+#undef Q08
+#undef Q4
+#undef Q9
+
+static const shape_def *find_shape(const char *name) {
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        if (!strcmp(shapes[i].name, name))
+            return &shapes[i];
+    return NULL;
 }
+
+/* ---- weights -------------------------------------------------------------- */
+
+/* How a tensor's values are drawn (HF-like ranges): matrices U(±0.035) (std
+ * 0.02), zero-centred backbone norms 0 ± 0.1, plain norms (the GDN output norm
+ * and the heads' LayerNorms) 1 ± 0.1, biases 0 ± 0.05, conv taps U(±0.5),
+ * A_log = log U(1, 16), dt_bias = softplus^-1 of a log-uniform dt in
+ * [1e-3, 1e-1]. */
+typedef enum wkind { W_MATRIX, W_A_LOG, W_DT_BIAS, W_CONV, W_PLAIN_NORM, W_NORM, W_BIAS } wkind;
 
 static bool ends_with(const char *s, const char *suf) {
     size_t n = strlen(s), m = strlen(suf);
     return n >= m && !strcmp(s + n - m, suf);
+}
+
+static wkind kind_of(const char *name) {
+    if (ends_with(name, "A_log"))
+        return W_A_LOG;
+    if (ends_with(name, "dt_bias"))
+        return W_DT_BIAS;
+    if (ends_with(name, "conv1d.weight"))
+        return W_CONV;
+    bool head = strncmp(name, "backbone.", 9) != 0;
+    if (ends_with(name, "linear_attn.norm.weight") || (head && ends_with(name, "norm.weight")) ||
+        (head && (ends_with(name, ".ln.weight") || ends_with(name, ".wn.weight"))))
+        return W_PLAIN_NORM;
+    if (ends_with(name, "norm.weight"))
+        return W_NORM;
+    if (ends_with(name, "bias"))
+        return W_BIAS;
+    return W_MATRIX;
+}
+
+static float weight(wkind k, double u) {
+    switch (k) {
+    case W_A_LOG:
+        return (float)log(1.0 + 15.0 * u);
+    case W_DT_BIAS: {
+        double dt = exp(log(1e-3) + u * (log(1e-1) - log(1e-3)));
+        return (float)(dt + log(-expm1(-dt)));
+    }
+    case W_CONV:
+        return (float)(u - 0.5);
+    case W_PLAIN_NORM:
+        return (float)(1.0 + 0.2 * (u - 0.5));
+    case W_NORM:
+        return (float)(0.2 * (u - 0.5));
+    case W_BIAS:
+        return (float)(0.1 * (u - 0.5));
+    case W_MATRIX:
+        break;
+    }
+    return (float)(0.07 * (u - 0.5));
 }
 
 static uint16_t to_bf16(float x) { /* round to nearest even */
@@ -36,36 +134,29 @@ static uint16_t to_bf16(float x) { /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 
-/* One weight value, HF-like ranges: matrices U(±0.035) (std 0.02),
- * zero-centred backbone norms 0 ± 0.1, plain norms (the GDN output norm and
- * the heads' LayerNorms) 1 ± 0.1, biases 0 ± 0.05, conv taps U(±0.5), A_log =
- * log U(1, 16), dt_bias = softplus^-1 of a log-uniform dt in [1e-3, 1e-1]. */
-static float weight(rng *r, const char *name) {
-    double u = unif(r);
-    if (ends_with(name, "A_log"))
-        return (float)log(1.0 + 15.0 * u);
-    if (ends_with(name, "dt_bias")) {
-        double dt = exp(log(1e-3) + u * (log(1e-1) - log(1e-3)));
-        return (float)(dt + log(-expm1(-dt)));
-    }
-    if (ends_with(name, "conv1d.weight"))
-        return (float)(u - 0.5);
-    bool head = strncmp(name, "backbone.", 9) != 0;
-    if (ends_with(name, "linear_attn.norm.weight") || (head && ends_with(name, "norm.weight")) ||
-        (head && (ends_with(name, ".ln.weight") || ends_with(name, ".wn.weight"))))
-        return (float)(1.0 + 0.2 * (u - 0.5));
-    if (ends_with(name, "norm.weight"))
-        return (float)(0.2 * (u - 0.5));
-    if (ends_with(name, "bias"))
-        return (float)(0.1 * (u - 0.5));
-    return (float)(0.07 * (u - 0.5));
+static uint64_t splitmix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
 }
 
-/* One tensor to write: full name, dtype size (2 BF16, 4 F32) and shape. */
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* ---- the tensor list ------------------------------------------------------ */
+
+/* One tensor to write: full name, dtype size (2 BF16, 4 F32), shape, and its
+ * byte offset in the data section. */
 typedef struct spec {
     char name[128];
     int es, ndim;
     int64_t shape[3];
+    size_t off;
 } spec;
 
 typedef struct specs {
@@ -130,16 +221,87 @@ static size_t numel(const spec *t) {
     return n;
 }
 
-static vw_status write_safetensors(const char *path, const specs *s, uint64_t seed, vw_err *err) {
-    enum { CHUNK = 1 << 20 };
+/* ---- writing a safetensors file (every core generating) ------------------- */
+
+/* A tensor's values come in chunks of CHUNK elements, each drawn from its own
+ * xorshift64* stream seeded by (seed, tensor name, chunk index): the bytes do
+ * not depend on how many threads write them, and chunks are written in any
+ * order (pwrite at their offset). */
+enum { CHUNK = 1 << 20, MAX_WRITERS = 16 };
+
+typedef struct job {
+    const specs *s;
+    uint64_t seed;
+    int fd;
+    size_t data_start;
+    size_t n_chunks, *first; /* first[t]: index of tensor t's first chunk */
+    atomic_size_t next;
+    atomic_int failed_errno;
+} job;
+
+static void write_chunk(job *j, unsigned char *buf, size_t c) {
+    size_t t = 0, lo = 0, hi = j->s->n;
+    while (lo < hi) { /* the last tensor whose first chunk is <= c */
+        size_t mid = (lo + hi) / 2;
+        if (j->first[mid] <= c)
+            t = mid, lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const spec *sp = &j->s->v[t];
+    size_t ci = c - j->first[t], start = ci * (size_t)CHUNK, n = numel(sp);
+    size_t k = n - start < (size_t)CHUNK ? n - start : (size_t)CHUNK;
+    wkind kind = kind_of(sp->name);
+    uint64_t r = splitmix(j->seed ^ splitmix(fnv1a(sp->name) ^ splitmix(ci)));
+    r = r ? r : 1;
+    for (size_t i = 0; i < k; i++) {
+        r ^= r >> 12, r ^= r << 25, r ^= r >> 27;
+        double u = (double)((r * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+        float w = weight(kind, u);
+        if (sp->es == 4) {
+            memcpy(buf + 4 * i, &w, 4);
+        } else {
+            uint16_t b = to_bf16(w);
+            memcpy(buf + 2 * i, &b, 2);
+        }
+    }
+    size_t bytes = k * (size_t)sp->es, done = 0;
+    off_t at = (off_t)(j->data_start + sp->off + start * (size_t)sp->es);
+    while (done < bytes) {
+        ssize_t w = pwrite(j->fd, buf + done, bytes - done, at + (off_t)done);
+        if (w <= 0) {
+            atomic_store(&j->failed_errno, w < 0 ? errno : EIO);
+            return;
+        }
+        done += (size_t)w;
+    }
+}
+
+static void *writer(void *arg) {
+    job *j = arg;
+    unsigned char *buf = malloc((size_t)CHUNK * 4);
+    if (!buf) {
+        atomic_store(&j->failed_errno, ENOMEM);
+        return NULL;
+    }
+    for (size_t c;
+         !atomic_load(&j->failed_errno) && (c = atomic_fetch_add(&j->next, 1)) < j->n_chunks;)
+        write_chunk(j, buf, c);
+    free(buf);
+    return NULL;
+}
+
+/* The header JSON (data offsets filled into s as well), malloc'd. */
+static char *st_header(specs *s) {
     json_t *hdr = json_object();
     size_t off = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const spec *t = &s->v[i];
+    for (size_t i = 0; hdr && i < s->n; i++) {
+        spec *t = &s->v[i];
         json_t *shape = json_array();
         for (int d = 0; d < t->ndim; d++)
             json_array_append_new(shape, json_integer(t->shape[d]));
         size_t bytes = numel(t) * (size_t)t->es;
+        t->off = off;
         json_object_set_new(hdr, t->name,
                             json_pack("{s:s,s:o,s:[I,I]}", "dtype", t->es == 4 ? "F32" : "BF16",
                                       "shape", shape, "data_offsets", (json_int_t)off,
@@ -148,40 +310,55 @@ static vw_status write_safetensors(const char *path, const specs *s, uint64_t se
     }
     json_object_set_new(hdr, "__metadata__",
                         json_pack("{s:s,s:s}", "format", "pt", "generator", GENERATOR));
-    char *h = json_dumps(hdr, JSON_COMPACT);
+    char *h = hdr ? json_dumps(hdr, JSON_COMPACT) : NULL;
     json_decref(hdr);
-    unsigned char *buf = malloc((size_t)CHUNK * 4);
-    FILE *f = h && buf ? fopen(path, "wb") : NULL;
-    bool ok = f != NULL;
-    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
-    uint64_t le = padded; /* little-endian host */
-    ok = ok && fwrite(&le, 8, 1, f) == 1 && fwrite(h, 1, hl, f) == hl;
-    for (size_t i = hl; ok && i < padded; i++)
-        ok = fputc(' ', f) != EOF;
-    rng r = {seed ? seed : 1};
-    for (size_t i = 0; ok && i < s->n; i++) {
-        const spec *t = &s->v[i];
-        size_t n = numel(t);
-        for (size_t done = 0; ok && done < n; done += CHUNK) {
-            size_t k = n - done < CHUNK ? n - done : CHUNK;
-            for (size_t j = 0; j < k; j++) {
-                float w = weight(&r, t->name);
-                if (t->es == 4) {
-                    memcpy(buf + 4 * j, &w, 4);
-                } else {
-                    uint16_t b = to_bf16(w);
-                    memcpy(buf + 2 * j, &b, 2);
-                }
-            }
-            ok = fwrite(buf, (size_t)t->es, k, f) == k;
-        }
-    }
-    if (f && fclose(f))
-        ok = false;
-    free(h);
-    free(buf);
-    return ok ? VW_OK : VW_FAIL(err, VW_EIO, "write_failed", "%s: %s", path, strerror(errno));
+    return h;
 }
+
+static vw_status write_safetensors(const char *path, specs *s, uint64_t seed, vw_err *err) {
+    char *h = st_header(s);
+    job j = {.s = s, .seed = seed, .fd = -1};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed_errno, 0);
+    j.first = malloc((s->n + 1) * sizeof *j.first);
+    int e = h && j.first ? 0 : ENOMEM;
+    for (size_t i = 0; !e && i < s->n; i++)
+        j.first[i] = j.n_chunks, j.n_chunks += (numel(&s->v[i]) + CHUNK - 1) / CHUNK;
+    size_t hl = h ? strlen(h) : 0, padded = (hl + 7) / 8 * 8;
+    if (!e && (j.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        e = errno;
+    char *head = e ? NULL : malloc(8 + padded);
+    if (!e && !head)
+        e = ENOMEM;
+    if (!e) {
+        uint64_t le = padded; /* little-endian host */
+        memcpy(head, &le, 8);
+        memcpy(head + 8, h, hl);
+        memset(head + 8 + hl, ' ', padded - hl);
+        if (pwrite(j.fd, head, 8 + padded, 0) != (ssize_t)(8 + padded))
+            e = errno ? errno : EIO;
+        j.data_start = 8 + padded;
+    }
+    if (!e) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        int n = cores < 1 ? 1 : cores > MAX_WRITERS ? MAX_WRITERS : (int)cores, started = 0;
+        pthread_t th[MAX_WRITERS];
+        for (int i = 1; i < n; i++)
+            started += pthread_create(&th[started], NULL, writer, &j) == 0;
+        writer(&j); /* this thread writes too: one thread is enough if none started */
+        for (int i = 0; i < started; i++)
+            pthread_join(th[i], NULL);
+        e = atomic_load(&j.failed_errno);
+    }
+    if (j.fd >= 0 && close(j.fd) && !e)
+        e = errno;
+    free(head);
+    free(j.first);
+    free(h);
+    return e ? VW_FAIL(err, VW_EIO, "write_failed", "%s: %s", path, strerror(e)) : VW_OK;
+}
+
+/* ---- the package ---------------------------------------------------------- */
 
 static vw_status copy_file(const char *src, const char *dst, vw_err *err) {
     FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
@@ -198,47 +375,33 @@ static vw_status copy_file(const char *src, const char *dst, vw_err *err) {
               : VW_FAIL(err, VW_EIO, "copy_failed", "%s -> %s: %s", src, dst, strerror(errno));
 }
 
-static void set_ints(json_t *bc, const char *const *keys, const int *values, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(bc, keys[i], json_integer(values[i]));
+/* The shape's backbone_config, on top of the template's (its tokenizer-bound
+ * keys: vocab_size, token ids stay unless the shape sets them). Layers
+ * alternate as in Qwen3.5 (every 4th is full attention); a slice's last layer
+ * is full attention too, so every slice has both token mixers. */
+static vw_status unknown_shape(const char *shape, vw_err *err) {
+    return VW_FAIL(err, VW_EINVAL, "bad_shape", "random bundle: unknown shape '%s' (%s)", shape,
+                   VW_RANDOM_SHAPES);
 }
 
-/* The shape's backbone_config, on top of the template's (its tokenizer-bound
- * keys: vocab_size, token ids, rope parameters' shape stay unless the shape
- * sets them). */
 static vw_status backbone_config(json_t *bc, const char *shape, vw_err *err) {
-    static const char *const keys[] = {"full_attention_interval",
-                                       "head_dim",
-                                       "hidden_size",
-                                       "intermediate_size",
-                                       "linear_conv_kernel_dim",
-                                       "linear_key_head_dim",
-                                       "linear_num_key_heads",
-                                       "linear_num_value_heads",
-                                       "linear_value_head_dim",
-                                       "num_attention_heads",
-                                       "num_key_value_heads",
-                                       "num_hidden_layers"};
-    static const int b08[] = {4, 256, 1024, 3584, 4, 128, 16, 16, 128, 8, 2, 24};
-    static const int ceil[] = {4, 32, 1024, 64, 4, 32, 1, 1, 32, 1, 1, 4};
-    const int *v = !strcmp(shape, "0.8b") ? b08 : !strcmp(shape, "ceiling") ? ceil : NULL;
-    if (!v)
-        return VW_FAIL(err, VW_EINVAL, "bad_shape",
-                       "random bundle: unknown shape '%s' (0.8b, ceiling)", shape);
-    set_ints(bc, keys, v, sizeof keys / sizeof *keys);
-    int layers = v[11];
+    const shape_def *sd = find_shape(shape);
+    if (!sd)
+        return unknown_shape(shape, err);
+    for (size_t i = 0; i < N_SHAPE_KEYS; i++)
+        json_object_set_new(bc, shape_keys[i], json_integer(sd->v[i]));
+    int layers = sd->v[N_SHAPE_KEYS - 1];
     json_t *lt = json_array();
     for (int i = 0; i < layers; i++)
-        json_array_append_new(lt, json_string((i + 1) % 4 ? "linear_attention" : "full_attention"));
+        json_array_append_new(
+            lt, json_string((i + 1) % 4 && i + 1 < layers ? "linear_attention" : "full_attention"));
     json_object_set_new(bc, "layer_types", lt);
+    if (sd->vocab)
+        json_object_set_new(bc, "vocab_size", json_integer(sd->vocab));
     json_t *rope = json_object_get(bc, "rope_parameters");
-    if (!strcmp(shape, "0.8b")) {
-        json_object_set_new(bc, "vocab_size", json_integer(248320));
-        if (rope) /* rotary width 64 over the three sections */
-            json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 11, 11, 10));
-    } else if (rope) { /* rotary width 8 (head_dim 32 x 0.25) */
-        json_object_set_new(rope, "mrope_section", json_pack("[i,i,i]", 2, 1, 1));
-    }
+    if (rope)
+        json_object_set_new(rope, "mrope_section",
+                            json_pack("[i,i,i]", sd->mrope[0], sd->mrope[1], sd->mrope[2]));
     return VW_OK;
 }
 
@@ -264,23 +427,46 @@ static bool manifest_matches(const char *dir, const char *shape, uint64_t seed) 
     const char *recipe = json_string_value(json_object_get(g, "recipe"));
     const char *sh = json_string_value(json_object_get(g, "shape"));
     bool same = recipe && sh && !strcmp(recipe, GENERATOR) && !strcmp(sh, shape) &&
-                json_integer_value(json_object_get(g, "seed")) == (json_int_t)seed;
+                json_integer_value(json_object_get(g, "seed")) == (json_int_t)seed &&
+                json_integer_value(json_object_get(g, "version")) == GENERATOR_VERSION;
     json_decref(m);
     return same;
 }
 
-vw_status vw_random_bundle_write(const char *dir, const char *shape, const char *tmpl,
-                                 uint64_t seed, bool *reused, vw_err *err) {
-    char p[4096], q[4096];
-    if (reused)
-        *reused = false;
-    if (manifest_matches(dir, shape, seed)) {
-        if (reused)
-            *reused = true;
-        return VW_OK;
+static const char *const files[] = {"config.json",         "tokenizer.json",
+                                    "calibration.json",    "model.safetensors",
+                                    "MODEL_MANIFEST.json", "broad_head.safetensors"};
+enum { N_FILES = sizeof files / sizeof *files };
+
+/* Removes a package this writer wrote (its files, then the directory). A
+ * directory holding any other name is left untouched: -1, errno ENOTEMPTY. */
+static int remove_package(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    bool foreign = false;
+    for (struct dirent *e; !foreign && (e = readdir(d));) {
+        bool known = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+        for (size_t i = 0; !known && i < N_FILES; i++)
+            known = !strcmp(e->d_name, files[i]);
+        foreign = !known;
     }
-    if (mkdir(dir, 0755) && errno != EEXIST)
-        return VW_FAIL(err, VW_EIO, "mkdir_failed", "%s: %s", dir, strerror(errno));
+    closedir(d);
+    if (foreign) {
+        errno = ENOTEMPTY;
+        return -1;
+    }
+    char p[4096];
+    for (size_t i = 0; i < N_FILES; i++)
+        if (snprintf(p, sizeof p, "%s/%s", dir, files[i]) < (int)sizeof p)
+            unlink(p);
+    return rmdir(dir);
+}
+
+/* Writes every file of the package into dir (an empty directory). */
+static vw_status write_package(const char *dir, const char *shape, const char *tmpl, uint64_t seed,
+                               vw_err *err) {
+    char p[4096], q[4096];
     snprintf(p, sizeof p, "%s/config.json", tmpl);
     json_t *cfg = json_load_file(p, 0, NULL);
     json_t *bc = json_object_get(cfg, "backbone_config");
@@ -320,28 +506,70 @@ vw_status vw_random_bundle_write(const char *dir, const char *shape, const char 
         st = write_safetensors(q, &head, seed ^ 0x9e3779b97f4a7c15ull, err);
     free(model.v);
     free(head.v);
-    const char *copies[] = {"tokenizer.json", "calibration.json"};
-    for (int i = 0; st == VW_OK && i < 2; i++) {
-        snprintf(p, sizeof p, "%s/%s", tmpl, copies[i]);
-        snprintf(q, sizeof q, "%s/%s", dir, copies[i]);
+    for (int i = 1; st == VW_OK && i < 3; i++) { /* tokenizer.json, calibration.json */
+        snprintf(p, sizeof p, "%s/%s", tmpl, files[i]);
+        snprintf(q, sizeof q, "%s/%s", dir, files[i]);
         st = copy_file(p, q, err);
     }
-    const char *files[] = {"config.json", "tokenizer.json", "calibration.json", "model.safetensors",
-                           "broad_head.safetensors"};
     json_t *sums = json_object();
-    for (int i = 0; st == VW_OK && i < (broad ? 5 : 4); i++) {
+    for (size_t i = 0; st == VW_OK && i < N_FILES; i++) {
         char hex[VW_SHA256_HEX];
+        if (!strcmp(files[i], "MODEL_MANIFEST.json") ||
+            (!broad && !strcmp(files[i], "broad_head.safetensors")))
+            continue;
         snprintf(q, sizeof q, "%s/%s", dir, files[i]);
         st = vw_sha256_file(q, hex, err);
         json_object_set_new(sums, files[i], json_string(hex));
     }
-    json_t *man = json_pack("{s:o,s:s,s:{s:s,s:s,s:I,s:s}}", "files_sha256", sums, "format",
-                            "vela2-decoder-release/1", "generator", "note",
-                            "random weights for benchmarks; not a trained model", "recipe",
-                            GENERATOR, "seed", (json_int_t)seed, "shape", shape);
+    json_t *man =
+        json_pack("{s:o,s:s,s:{s:s,s:s,s:I,s:s,s:i}}", "files_sha256", sums, "format",
+                  "vela2-decoder-release/1", "generator", "note",
+                  "random weights for benchmarks; not a trained model", "recipe", GENERATOR, "seed",
+                  (json_int_t)seed, "shape", shape, "version", GENERATOR_VERSION);
     snprintf(q, sizeof q, "%s/MODEL_MANIFEST.json", dir);
     if (st == VW_OK && json_dump_file(man, q, JSON_INDENT(2) | JSON_SORT_KEYS))
         st = VW_FAIL(err, VW_EIO, "write_failed", "%s", q);
     json_decref(man);
+    return st;
+}
+
+vw_status vw_random_bundle_write(const char *dir, const char *shape, const char *tmpl,
+                                 uint64_t seed, bool *reused, vw_err *err) {
+    if (reused)
+        *reused = false;
+    if (!find_shape(shape))
+        return unknown_shape(shape, err);
+    if (manifest_matches(dir, shape, seed)) {
+        if (reused)
+            *reused = true;
+        return VW_OK;
+    }
+    /* Written beside dir, then renamed: a reader (or a concurrent writer of
+     * the same package) never sees a half-written package. */
+    char tmp[4096];
+    if (strlen(dir) > sizeof tmp - 16)
+        return VW_FAIL(err, VW_EINVAL, "bad_path", "random bundle: path too long: %s", dir);
+    memcpy(tmp, dir, strlen(dir));
+    memcpy(tmp + strlen(dir), ".tmp-XXXXXX", 12);
+    if (!mkdtemp(tmp) || chmod(tmp, 0755))
+        return VW_FAIL(err, VW_EIO, "mkdir_failed", "%s: %s", tmp, strerror(errno));
+    vw_status st = write_package(tmp, shape, tmpl, seed, err);
+    struct stat sb;
+    if (st == VW_OK && stat(dir, &sb) == 0 && !manifest_matches(dir, shape, seed) &&
+        remove_package(dir))
+        st = VW_FAIL(err, VW_EIO, "write_failed",
+                     "%s holds another package or other files (%s); not replaced", dir,
+                     strerror(errno));
+    if (st == VW_OK && rename(tmp, dir)) {
+        if (manifest_matches(dir, shape, seed)) { /* a concurrent writer finished first */
+            if (reused)
+                *reused = true;
+        } else {
+            st = VW_FAIL(err, VW_EIO, "write_failed", "rename %s -> %s: %s", tmp, dir,
+                         strerror(errno));
+        }
+    }
+    if (stat(tmp, &sb) == 0)
+        remove_package(tmp);
     return st;
 }

@@ -1,10 +1,13 @@
 /* vw_test.c — see vw_test.h. */
 #include "vw_test.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "model/random_bundle.h"
 #include "util/file.h"
 
 char *vw_test_path(const char *rel) {
@@ -34,4 +37,27 @@ char *vw_test_write_lines(const char *dir, const char *name, const char *const *
     }
     fclose(f);
     return path;
+}
+
+char *vw_test_slice_bundle(const char *shape) {
+    const char *root = getenv("VW_SLICE_DIR"), *tmp = getenv("TMPDIR");
+    char base[2048], dir[2300];
+    if (root && *root)
+        snprintf(base, sizeof base, "%s", root);
+    else
+        snprintf(base, sizeof base, "%s/vw-slices", tmp && *tmp ? tmp : "/tmp");
+    if (mkdir(base, 0755) && errno != EEXIST) {
+        fprintf(stderr, "vw_test_slice_bundle: %s: %s\n", base, strerror(errno));
+        return NULL;
+    }
+    snprintf(dir, sizeof dir, "%s/%s-%llu", base, shape, (unsigned long long)VW_TEST_SLICE_SEED);
+    char *tmpl = vw_test_path("fixtures/tiny-vela");
+    vw_err err = {0};
+    vw_status st = vw_random_bundle_write(dir, shape, tmpl, VW_TEST_SLICE_SEED, NULL, &err);
+    free(tmpl);
+    if (st != VW_OK) {
+        fprintf(stderr, "vw_test_slice_bundle: %s: %s\n", dir, err.msg);
+        return NULL;
+    }
+    return strdup(dir);
 }

@@ -17,4 +17,16 @@ char *vw_test_read_file(const char *path, size_t *len);
  * path (caller frees); aborts when the file cannot be written. */
 char *vw_test_write_lines(const char *dir, const char *name, const char *const *lines);
 
+/* The seed of the real-width slice packages (tools/make_slice_goldens.py
+ * writes its goldens from the same package). */
+#define VW_TEST_SLICE_SEED 20261204ull
+
+/* The random package of a shape ("4b-slice", "9b-slice"; core/model/
+ * random_bundle.h) for VW_TEST_SLICE_SEED, written once and reused: in
+ * $VW_SLICE_DIR, else $TMPDIR/vw-slices (/tmp/vw-slices), as <shape>-<seed>.
+ * Shared by every build and suite of the machine (the writer renames a
+ * finished package into place, so concurrent suites are safe). Returns the
+ * directory (caller frees), or NULL with the reason on stderr. */
+char *vw_test_slice_bundle(const char *shape);
+
 #endif
