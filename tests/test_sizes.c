@@ -19,9 +19,9 @@
  * out_proj H x vd, MLP 3 H F; an attention layer: 2 norms H, q (with gate)
  * 2 Hq hd x H, k and v Hkv hd x H, o H x Hq hd, q/k norms hd, MLP 3 H F.
  * *matrix: the projections and the embedding. */
-static uint64_t by_hand(uint64_t H, uint64_t F, uint64_t V, uint64_t Hq, uint64_t Hkv,
-                        uint64_t hd, uint64_t Hk, uint64_t Hv, uint64_t dk, uint64_t dv,
-                        uint64_t n_gdn, uint64_t n_attn, uint64_t *matrix) {
+static uint64_t by_hand(uint64_t H, uint64_t F, uint64_t V, uint64_t Hq, uint64_t Hkv, uint64_t hd,
+                        uint64_t Hk, uint64_t Hv, uint64_t dk, uint64_t dv, uint64_t n_gdn,
+                        uint64_t n_attn, uint64_t *matrix) {
     uint64_t cd = 2 * Hk * dk + Hv * dv, vd = Hv * dv;
     uint64_t gdn_m = cd * H + vd * H + 2 * Hv * H + H * vd + 3 * H * F;
     uint64_t attn_m = 2 * Hq * hd * H + 2 * Hkv * hd * H + H * Hq * hd + 3 * H * F;
