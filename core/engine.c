@@ -114,7 +114,8 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
     if (!e)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "engine");
     pthread_mutex_init(&e->rows->mu, NULL);
-    vw_status st = vw_bundle_open(dir, &e->bundle, err);
+    vw_status st =
+        vw_bundle_open_anchored(dir, opts ? opts->manifest_sha256 : NULL, &e->bundle, err);
     size_t tok_len = 0;
     const char *tok_json = st ? NULL : vw_bundle_tokenizer_json(e->bundle, &tok_len);
     if (st == VW_OK)

@@ -47,8 +47,9 @@ typedef vw_status (*vw_executor_factory)(const vw_bundle *b, void *ctx, vw_execu
 typedef struct vw_engine_opts {
     vw_executor_factory make_executor; /* NULL: the CPU reference backbone */
     void *make_ctx;
-    int noul_calibration;       /* -1: calibration.json's default; 0 off; 1 on */
-    int64_t max_request_tokens; /* plans running more model tokens: 413 (Decision 9); 0: none */
+    int noul_calibration;        /* -1: calibration.json's default; 0 off; 1 on */
+    int64_t max_request_tokens;  /* plans running more model tokens: 413 (Decision 9); 0: none */
+    const char *manifest_sha256; /* the anchor of bundle.h vw_bundle_open_anchored; NULL: none */
 } vw_engine_opts;
 
 /* Opens and verifies the package in dir (bundle.h), loads its tokenizer,

@@ -3,7 +3,9 @@
  * damaged copies (flipped byte, missing shard, wrong dtype, wrong shape, lying
  * header length, symlink out of the directory, renamed tensors, unlisted
  * file) are refused with a message naming the file or tensor; the content
- * digest (the revision) follows docs/backbone.md and changes with any file. */
+ * digest (the revision) follows docs/backbone.md and changes with any file;
+ * an external anchor on MODEL_MANIFEST.json's digest refuses a rewritten
+ * bundle before its weights are read. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -492,4 +494,84 @@ Test(bundle, revision_covers_every_file) {
         remove_tree(dir);
     }
     free(tiny);
+}
+
+/* ---- the external anchor (docs/backbone.md "Manifest anchor") ----------------- */
+
+static vw_status open_anchored(const char *dir, const char *anchor, vw_err *err,
+                               char content[VW_SHA256_HEX]) {
+    vw_bundle *b = NULL;
+    memset(err, 0, sizeof *err);
+    vw_status st = vw_bundle_open_anchored(dir, anchor, &b, err);
+    if (st == VW_OK && content)
+        snprintf(content, VW_SHA256_HEX, "%s", vw_bundle_content_sha256(b));
+    vw_bundle_free(b);
+    return st;
+}
+
+/* A weight file rewritten together with the manifest (and SHA256SUMS): without
+ * an anchor the bundle loads under another revision; under the original
+ * manifest's digest it is refused naming both digests, before the weights are
+ * read (a missing shard does not change the refusal). */
+Test(bundle, manifest_anchor_refuses_a_rewritten_bundle) {
+    char *tiny = tiny_dir(), anchor[VW_SHA256_HEX], upper[VW_SHA256_HEX];
+    char orig[VW_SHA256_HEX], got[VW_SHA256_HEX];
+    char *mp = path_in(tiny, "MODEL_MANIFEST.json");
+    cr_assert_eq(vw_sha256_file(mp, anchor, NULL), VW_OK);
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(tiny, &b, &err), VW_OK, "%s", err.msg);
+    cr_assert_str_eq(vw_bundle_manifest_sha256(b), anchor, "the digest of the manifest's bytes");
+    vw_bundle_free(b);
+    cr_assert_eq(open_anchored(tiny, anchor, &err, orig), VW_OK, "%s", err.msg);
+    for (size_t i = 0; i < VW_SHA256_HEX; i++)
+        upper[i] = (char)(anchor[i] >= 'a' && anchor[i] <= 'f' ? anchor[i] - 32 : anchor[i]);
+    cr_assert_eq(open_anchored(tiny, upper, &err, NULL), VW_OK, "either case: %s", err.msg);
+    cr_assert_eq(open_anchored(tiny, "", &err, NULL), VW_OK, "\"\" is no anchor");
+    cr_assert_eq(open_anchored(tiny, "abc", &err, NULL), VW_EINVAL);
+    cr_assert_str_eq(err.type, "bad_anchor");
+
+    char *dir = copy_bundle();
+    char *p = path_in(dir, "model-00001-of-00002.safetensors");
+    size_t n = 0;
+    char *buf = vw_test_read_file(p, &n);
+    buf[n - 1] ^= 0x01; /* tensor data */
+    write_file(p, buf, n);
+    rehash(dir);
+    cr_assert_eq(open_anchored(dir, NULL, &err, got), VW_OK, "no anchor: %s", err.msg);
+    cr_assert_str_neq(got, orig, "accepted without the anchor, as another revision");
+    cr_assert_eq(open_anchored(dir, anchor, &err, NULL), VW_EINTEGRITY);
+    cr_assert_str_eq(err.type, "manifest_mismatch");
+    char now[VW_SHA256_HEX];
+    char *dmp = path_in(dir, "MODEL_MANIFEST.json");
+    cr_assert_eq(vw_sha256_file(dmp, now, NULL), VW_OK);
+    cr_assert(strstr(err.msg, anchor) && strstr(err.msg, now) &&
+                  strstr(err.msg, "MODEL_MANIFEST.json"),
+              "names both digests: %s", err.msg);
+    unlink(p); /* the weights are never reached: the same refusal */
+    cr_assert_eq(open_anchored(dir, anchor, &err, NULL), VW_EINTEGRITY);
+    cr_assert_str_eq(err.type, "manifest_mismatch");
+    free(dmp);
+    free(buf);
+    free(p);
+    remove_tree(dir);
+    free(mp);
+    free(tiny);
+}
+
+/* Under an anchor, a file the bundle reads must be listed in the manifest
+ * itself: SHA256SUMS is not anchored, so a file it alone lists is refused
+ * (and accepted without the anchor, as before). */
+Test(bundle, manifest_anchor_needs_every_read_file_in_the_manifest) {
+    char *dir = copy_bundle(), anchor[VW_SHA256_HEX];
+    rehash_except(dir, "tokenizer.json");
+    char *mp = path_in(dir, "MODEL_MANIFEST.json");
+    cr_assert_eq(vw_sha256_file(mp, anchor, NULL), VW_OK);
+    vw_err err;
+    cr_assert_eq(open_anchored(dir, NULL, &err, NULL), VW_OK, "%s", err.msg);
+    cr_assert_eq(open_anchored(dir, anchor, &err, NULL), VW_EINTEGRITY);
+    cr_assert_str_eq(err.type, "unlisted_file");
+    cr_assert(strstr(err.msg, "tokenizer.json") && strstr(err.msg, "anchored"), "%s", err.msg);
+    free(mp);
+    remove_tree(dir);
 }

@@ -339,6 +339,32 @@ Test(config, metrics_listen_port_range_and_shape) {
     parse_bad(minimal, env, "VELA_METRICS_LISTEN (environment): '0.0.0.0:99999': port '99999'");
 }
 
+/* model.manifest_sha256 (VELA_MODEL_MANIFEST_SHA256): empty by default (no
+ * anchor), 64 hex digits in either case, anything else refused with its line
+ * or variable (docs/backbone.md "Manifest anchor"). */
+Test(config, model_manifest_sha256) {
+    vw_config *cfg = parse_ok(minimal, NULL);
+    cr_assert_str_eq(cfg->model.manifest_sha256, "");
+    vw_config_free(cfg);
+    const char *hex = "0123456789abcdefABCDEF0123456789abcdef0123456789abcdef0123456789";
+    char yaml[300], env[120];
+    snprintf(yaml, sizeof yaml, "%smodel: {manifest_sha256: \"%s\"}\n", minimal, hex);
+    cfg = parse_ok(yaml, NULL);
+    cr_assert_str_eq(cfg->model.manifest_sha256, hex);
+    vw_config_free(cfg);
+    snprintf(env, sizeof env, "VELA_MODEL_MANIFEST_SHA256=%.63sf", hex);
+    char *envp[] = {env, NULL};
+    cfg = parse_ok(yaml, envp);
+    cr_assert_str_eq(cfg->model.manifest_sha256, env + strlen("VELA_MODEL_MANIFEST_SHA256="));
+    vw_config_free(cfg);
+    snprintf(yaml, sizeof yaml, "%smodel:\n  manifest_sha256: %.63s\n", minimal, hex);
+    parse_bad(yaml, NULL,
+              "t.yaml:4: model.manifest_sha256: expected the SHA-256 of "
+              "MODEL_MANIFEST.json (64 hex digits)");
+    snprintf(env, sizeof env, "VELA_MODEL_MANIFEST_SHA256=%.63sg", hex);
+    parse_bad(minimal, envp, "VELA_MODEL_MANIFEST_SHA256 (environment): expected the SHA-256");
+}
+
 /* Nesting deeper than VW_CONFIG_MAX_DEPTH is refused from the parser's events,
  * at the line it passes the limit, before libyaml loads the document (which
  * took 22 s for 100,000 levels). 200,000 levels here: without the bound this

@@ -1,15 +1,21 @@
 /* test_reliability_bundle.c — a tampered bundle: fixtures/tiny-vela copied to
  * a temp dir with one byte of a weight shard flipped. `vela-worker run` must
  * refuse to start (non-zero exit, before consuming anything) and name the
- * file. The untampered copy is checked to start, so the refusal is the flip's. */
+ * file. The untampered copy is checked to start, so the refusal is the flip's.
+ * The same shard rewritten together with MODEL_MANIFEST.json starts, unless
+ * the manifest's digest is anchored (VELA_MODEL_MANIFEST_SHA256). */
 #include "kafka_harness.h"
 #include "vw_test.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "util/sha256.h"
 
 #define SHARD "model-00002-of-00002.safetensors"
 
@@ -35,13 +41,14 @@ static void flip_byte(const char *path) {
     cr_assert_eq(fclose(f), 0);
 }
 
-static int run_with_bundle(const char *bundle, const char *name, vw_kh_proc *w) {
+/* extra: one more "K=V" for the worker's environment, or NULL. */
+static int run_with_bundle(const char *bundle, const char *name, const char *extra, vw_kh_proc *w) {
     vw_kh_broker b;
     char cfg[256], env_bundle[600];
     cr_assert_eq(vw_kh_broker_start("requests:1,results:1,requests.dlq:1", &b), 0);
     cr_assert_eq(vw_kh_write_config(&b, name, NULL, cfg, sizeof cfg), 0);
     snprintf(env_bundle, sizeof env_bundle, "VELA_MODEL_BUNDLE=%s", bundle);
-    char *env[] = {"VELA_MODEL_DEVICE=cpu", env_bundle, NULL};
+    char *env[] = {"VELA_MODEL_DEVICE=cpu", env_bundle, (char *)extra, NULL};
     cr_assert_eq(vw_kh_worker_start(name, cfg, env, w), 0);
     int rc = -2;
     if (vw_kh_wait_log(w, "partition assigned", 60000) == 0)
@@ -56,10 +63,10 @@ Test(reliability_bundle, tampered_shard_refused) {
     char dir[512], shard[600];
     vw_kh_proc w;
     copy_bundle(dir, sizeof dir);
-    cr_assert_eq(run_with_bundle(dir, "intact", &w), 0, "the intact copy starts and stops");
+    cr_assert_eq(run_with_bundle(dir, "intact", NULL, &w), 0, "the intact copy starts and stops");
     snprintf(shard, sizeof shard, "%s/%s", dir, SHARD);
     flip_byte(shard);
-    int rc = run_with_bundle(dir, "tampered", &w);
+    int rc = run_with_bundle(dir, "tampered", NULL, &w);
     int named = vw_kh_count_log(&w, SHARD);
     if (rc == 0 || !named)
         vw_kh_dump_log(&w);
@@ -67,4 +74,50 @@ Test(reliability_bundle, tampered_shard_refused) {
     cr_assert_neq(rc, -1, "it exits by itself (not killed after a timeout)");
     cr_assert_eq(vw_kh_count_log(&w, "partition assigned"), 0, "it never joined the group");
     cr_assert_gt(named, 0, "the message names %s", SHARD);
+}
+
+/* Rewrites the manifest's digest of SHARD to the file's (SHA256SUMS removed):
+ * a bundle rewritten together with its manifest. */
+static void relist_shard(const char *dir) {
+    char mp[600], sp[600], hex[VW_SHA256_HEX];
+    snprintf(mp, sizeof mp, "%s/MODEL_MANIFEST.json", dir);
+    snprintf(sp, sizeof sp, "%s/%s", dir, SHARD);
+    cr_assert_eq(vw_sha256_file(sp, hex, NULL), VW_OK);
+    json_t *m = json_load_file(mp, 0, NULL);
+    cr_assert_eq(json_object_set_new(json_object_get(m, "files_sha256"), SHARD, json_string(hex)),
+                 0);
+    cr_assert_eq(json_dump_file(m, mp, JSON_INDENT(2)), 0);
+    json_decref(m);
+    snprintf(sp, sizeof sp, "%s/SHA256SUMS", dir);
+    cr_assert_eq(unlink(sp), 0);
+}
+
+/* model.manifest_sha256 through VELA_MODEL_MANIFEST_SHA256: the intact copy
+ * starts under its manifest's digest; rewritten with its manifest it starts
+ * without the anchor and is refused under it, naming both digests, before the
+ * worker joins the group. */
+Test(reliability_bundle, manifest_anchor_refuses_a_rewritten_bundle) {
+    char dir[512], path[600], anchor[VW_SHA256_HEX], now[VW_SHA256_HEX], env[128];
+    vw_kh_proc w;
+    copy_bundle(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/MODEL_MANIFEST.json", dir);
+    cr_assert_eq(vw_sha256_file(path, anchor, NULL), VW_OK);
+    snprintf(env, sizeof env, "VELA_MODEL_MANIFEST_SHA256=%s", anchor);
+    cr_assert_eq(run_with_bundle(dir, "anchored", env, &w), 0, "the intact copy starts");
+    snprintf(path, sizeof path, "%s/%s", dir, SHARD);
+    flip_byte(path);
+    relist_shard(dir);
+    cr_assert_eq(run_with_bundle(dir, "rewritten", NULL, &w), 0,
+                 "rewritten with its manifest, it starts without an anchor");
+    int rc = run_with_bundle(dir, "refused", env, &w);
+    snprintf(path, sizeof path, "%s/MODEL_MANIFEST.json", dir);
+    cr_assert_eq(vw_sha256_file(path, now, NULL), VW_OK);
+    int named = vw_kh_count_log(&w, anchor) && vw_kh_count_log(&w, now) &&
+                vw_kh_count_log(&w, "manifest_mismatch");
+    if (rc == 0 || !named)
+        vw_kh_dump_log(&w);
+    cr_assert_neq(rc, 0, "refused under the anchor: non-zero exit");
+    cr_assert_neq(rc, -1, "it exits by itself (not killed after a timeout)");
+    cr_assert_eq(vw_kh_count_log(&w, "partition assigned"), 0, "it never joined the group");
+    cr_assert(named, "the message names both digests and manifest_mismatch");
 }

@@ -191,7 +191,8 @@ vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor
                            vw_err *err) {
     *out = NULL;
     vw_engine_opts opts = {.noul_calibration = -1,
-                           .max_request_tokens = cfg->limits.max_request_tokens};
+                           .max_request_tokens = cfg->limits.max_request_tokens,
+                           .manifest_sha256 = cfg->model.manifest_sha256};
     pipeline *pl = calloc(1, sizeof *pl);
     vw_processor *p = calloc(1, sizeof *p);
     if (!pl || !p) {

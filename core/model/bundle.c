@@ -28,8 +28,9 @@ typedef struct entry {
 struct vw_bundle {
     char *dir; /* realpath */
     json_t *config, *calibration;
-    char config_sha256[65];  /* verified digest of config.json (hex) */
-    char content_sha256[65]; /* the package's identity (content_digest) */
+    char config_sha256[65];   /* verified digest of config.json (hex) */
+    char manifest_sha256[65]; /* digest of MODEL_MANIFEST.json's bytes as read (hex) */
+    char content_sha256[65];  /* the package's identity (content_digest) */
     char *tok_json;
     char *config_json, *cal_json; /* verified bytes of config.json, calibration.json */
     size_t config_len, cal_len;
@@ -180,7 +181,8 @@ typedef struct mem_file {
 enum { N_MEM = 3 };
 
 /* Hashes one file (its kept bytes, if it is one of mem) and compares it with
- * each list that names it. */
+ * each list that names it. must_be_listed: 0 no, 1 in either list, 2 in the
+ * manifest (anchored: SHA256SUMS is not covered by the anchor). */
 static vw_status verify_file(const char *dir, const char *name, const mem_file *mem,
                              const json_t *man, const json_t *sums, int must_be_listed,
                              vw_err *err) {
@@ -189,6 +191,11 @@ static vw_status verify_file(const char *dir, const char *name, const mem_file *
     if (must_be_listed && !want[0] && !want[1])
         return VW_FAIL(err, VW_EINTEGRITY, "unlisted_file",
                        "bundle file %s has no digest in " MANIFEST " or " SUMS, name);
+    if (must_be_listed == 2 && !want[0])
+        return VW_FAIL(err, VW_EINTEGRITY, "unlisted_file",
+                       "bundle file %s has no digest in the anchored " MANIFEST " (" SUMS
+                       " alone is not anchored)",
+                       name);
     char *path = NULL, hex[VW_SHA256_HEX];
     const mem_file *m = NULL;
     for (int i = 0; i < N_MEM && !m; i++)
@@ -242,10 +249,10 @@ static vw_status weight_files(const json_t *index, const char ***names, size_t *
 /* Verifies every file read plus every file a digest list names. */
 static vw_status verify_all(const char *dir, const char **loaded, size_t n_loaded,
                             const mem_file *mem, const json_t *man_files, const json_t *sums,
-                            vw_err *err) {
+                            int anchored, vw_err *err) {
     vw_status st = VW_OK;
     for (size_t i = 0; i < n_loaded && st == VW_OK; i++)
-        st = verify_file(dir, loaded[i], mem, man_files, sums, 1, err);
+        st = verify_file(dir, loaded[i], mem, man_files, sums, anchored ? 2 : 1, err);
     const json_t *lists[2] = {man_files, sums};
     for (int l = 0; l < 2 && st == VW_OK; l++) {
         const char *key;
@@ -530,12 +537,30 @@ static vw_status read_config(vw_bundle *b, vw_err *err) {
     return vw_qwen35_config_parse(json_object_get(b->config, "backbone_config"), &b->bb, err);
 }
 
-static vw_status open_checked(vw_bundle *b, vw_err *err) {
+/* Reads MODEL_MANIFEST.json once, hashes those bytes and, with an anchor,
+ * refuses the package before anything else is read when they differ; then
+ * parses the same bytes. */
+static vw_status read_manifest(vw_bundle *b, const char *anchor, json_t **manifest, vw_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    vw_status st = load_bytes(b->dir, MANIFEST, &buf, &len, err);
+    if (st == VW_OK)
+        st = vw_sha256_hex(buf, len, b->manifest_sha256, err);
+    if (st == VW_OK && anchor && strcasecmp(anchor, b->manifest_sha256))
+        st = VW_FAIL(err, VW_EINTEGRITY, "manifest_mismatch",
+                     MANIFEST " has SHA-256 %s; the anchor expects %s", b->manifest_sha256, anchor);
+    if (st == VW_OK)
+        st = parse_object(MANIFEST, buf, len, manifest, err);
+    free(buf);
+    return st;
+}
+
+static vw_status open_checked(vw_bundle *b, const char *anchor, vw_err *err) {
     json_t *manifest = NULL, *sums = NULL, *index = NULL;
     const char **shards = NULL, **loaded = NULL;
     size_t n_shards = 0, n_loaded = 0;
     char *probe = NULL;
-    vw_status st = load_json(b->dir, MANIFEST, &manifest, err);
+    vw_status st = read_manifest(b, anchor, &manifest, err);
     const json_t *man_files = json_object_get(manifest, "files_sha256");
     if (st == VW_OK && !json_is_object(man_files))
         st = VW_FAIL(err, VW_EINVAL, "bad_manifest", MANIFEST " has no files_sha256 object");
@@ -572,7 +597,7 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
             loaded[n_loaded++] = BROAD;
         for (size_t i = 0; i < n_shards; i++)
             loaded[n_loaded++] = shards[i];
-        st = verify_all(b->dir, loaded, n_loaded, mem, man_files, sums, err);
+        st = verify_all(b->dir, loaded, n_loaded, mem, man_files, sums, anchor != NULL, err);
     }
     if (st == VW_OK) {
         const char *h = json_string_value(json_object_get(man_files, "config.json"));
@@ -595,7 +620,24 @@ static vw_status open_checked(vw_bundle *b, vw_err *err) {
 }
 
 vw_status vw_bundle_open(const char *dir, vw_bundle **out, vw_err *err) {
+    return vw_bundle_open_anchored(dir, NULL, out, err);
+}
+
+int vw_bundle_anchor_valid(const char *hex) {
+    size_t n = 0;
+    while (hex[n] && isxdigit((unsigned char)hex[n]))
+        n++;
+    return n == 64 && !hex[n];
+}
+
+vw_status vw_bundle_open_anchored(const char *dir, const char *manifest_sha256, vw_bundle **out,
+                                  vw_err *err) {
     *out = NULL;
+    if (manifest_sha256 && !*manifest_sha256)
+        manifest_sha256 = NULL;
+    if (manifest_sha256 && !vw_bundle_anchor_valid(manifest_sha256))
+        return VW_FAIL(err, VW_EINVAL, "bad_anchor",
+                       "manifest anchor '%.80s' is not a SHA-256 (64 hex digits)", manifest_sha256);
     vw_bundle *b = calloc(1, sizeof *b);
     if (!b)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle");
@@ -606,7 +648,7 @@ vw_status vw_bundle_open(const char *dir, vw_bundle **out, vw_err *err) {
     else if (!(b->dir = strdup(real)))
         st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "bundle");
     if (st == VW_OK)
-        st = open_checked(b, err);
+        st = open_checked(b, manifest_sha256, err);
     if (st != VW_OK) {
         vw_bundle_free(b);
         return st;
@@ -640,6 +682,10 @@ const char *vw_bundle_config_sha256(const vw_bundle *b) {
 
 const char *vw_bundle_content_sha256(const vw_bundle *b) {
     return b->content_sha256;
+}
+
+const char *vw_bundle_manifest_sha256(const vw_bundle *b) {
+    return b->manifest_sha256;
 }
 
 const char *vw_bundle_dir(const vw_bundle *b) {

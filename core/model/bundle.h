@@ -67,6 +67,19 @@ typedef struct vw_bundle vw_bundle;
 
 /* Verifies and indexes the package in dir (see above). */
 vw_status vw_bundle_open(const char *dir, vw_bundle **out, vw_err *err);
+
+/* The same with an external anchor (docs/backbone.md "Manifest anchor"): the
+ * SHA-256 (hex, either case) the deployment expects of MODEL_MANIFEST.json's
+ * bytes. When set, the manifest is read and hashed first and a different
+ * digest refuses the package before any other file is read (VW_EINTEGRITY,
+ * "manifest_mismatch", naming both digests); and every file the bundle reads
+ * must then be listed in the manifest itself ("unlisted_file": SHA256SUMS is
+ * not covered by the anchor). NULL or "" is vw_bundle_open; anything but 64
+ * hex digits is VW_EINVAL "bad_anchor". */
+vw_status vw_bundle_open_anchored(const char *dir, const char *manifest_sha256, vw_bundle **out,
+                                  vw_err *err);
+/* 1 when hex is 64 hex digits (a manifest anchor), else 0. Pure. */
+int vw_bundle_anchor_valid(const char *hex);
 /* NULL is a no-op. */
 void vw_bundle_free(vw_bundle *b);
 
@@ -79,6 +92,9 @@ const char *vw_bundle_config_sha256(const vw_bundle *b);
  * changes with any file the worker uses. Its first 12 digits are the
  * revision of the vela-model header (engine.h vw_engine_model). */
 const char *vw_bundle_content_sha256(const vw_bundle *b);
+/* SHA-256 (hex, lower-case) of MODEL_MANIFEST.json's bytes as read and parsed:
+ * the value a deployment pins as its anchor. */
+const char *vw_bundle_manifest_sha256(const vw_bundle *b);
 const vw_qwen35_config *vw_bundle_backbone_config(const vw_bundle *b);
 const char *vw_bundle_backbone_prefix(const vw_bundle *b); /* e.g. "backbone." */
 int64_t vw_bundle_max_length(const vw_bundle *b);          /* config.json max_length */

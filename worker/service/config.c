@@ -4,6 +4,7 @@
 #include "config.h"
 #include "device.h"
 #include "metrics.h"
+#include "model/bundle.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -41,6 +42,7 @@ static const field fields[] = {
     {"model", "bundle", F_STR, OFF(model.bundle), 0, 0, NULL},
     {"model", "device", F_STR, OFF(model.device), 0, 0, devices},
     {"model", "precision", F_STR, OFF(model.precision), 0, 0, precisions},
+    {"model", "manifest_sha256", F_STR, OFF(model.manifest_sha256), 0, 0, NULL},
     {"batching", "max_tokens", F_INT, OFF(batching.max_tokens), 1, 100000000, NULL},
     {"batching", "max_requests", F_INT, OFF(batching.max_requests), 1, 1000000, NULL},
     {"batching", "max_wait_ms", F_INT, OFF(batching.max_wait_ms), 0, 600000, NULL},
@@ -184,6 +186,9 @@ static vw_status set_field(parse_ctx *c, const field *f, const char *v, int line
                 i++;
             if (!f->choices[i])
                 return bad(c, line, what, choice_why(why, sizeof why, v, f->choices));
+        } else if (f->off == OFF(model.manifest_sha256) && *v && !vw_bundle_anchor_valid(v)) {
+            return bad(c, line, what,
+                       "expected the SHA-256 of MODEL_MANIFEST.json (64 hex digits)");
         } else if (f->off == OFF(metrics.listen) && *v) {
             vw_err lerr = {0};
             if (vw_metrics_check_listen(v, &lerr))
@@ -546,9 +551,10 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->model.bundle = strdup("");
     cfg->model.device = strdup("auto");
     cfg->model.precision = strdup("auto");
+    cfg->model.manifest_sha256 = strdup("");
     cfg->metrics.listen = strdup("127.0.0.1:9464");
     if (!cfg->source || !cfg->topics.results || !cfg->model.bundle || !cfg->model.device ||
-        !cfg->model.precision || !cfg->metrics.listen)
+        !cfg->model.precision || !cfg->model.manifest_sha256 || !cfg->metrics.listen)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "config defaults");
     cfg->batching.max_tokens = VW_BATCH_MAX_TOKENS_DEFAULT;
     cfg->batching.max_requests = 64;

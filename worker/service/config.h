@@ -71,9 +71,10 @@ typedef struct vw_config {
         size_t n_reply_allow;
     } topics;
     struct {
-        char *bundle;    /* bundle directory */
-        char *device;    /* auto | cpu | cuda | cuda:N | test-echo (tests; docs/worker.md) */
-        char *precision; /* auto (bf16x2 on CUDA) | fp32 | bf16 | bf16x2 */
+        char *bundle;          /* bundle directory */
+        char *device;          /* auto | cpu | cuda | cuda:N | test-echo (tests; docs/worker.md) */
+        char *precision;       /* auto (bf16x2 on CUDA) | fp32 | bf16 | bf16x2 */
+        char *manifest_sha256; /* "" or the SHA-256 MODEL_MANIFEST.json must have (anchor) */
     } model;
     struct {
         int64_t max_tokens;   /* token budget of one micro-batch */
