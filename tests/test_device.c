@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "model/random_bundle.h"
+#include "model/sizes.h"
 #include "service/device.h"
 #include "vw_test.h"
 #ifdef VW_HAVE_CUDA
@@ -274,7 +276,85 @@ Test(device, emu_bundle_must_fit_the_device) {
 }
 #endif
 
+#ifdef VW_CUDA_EMU
+/* A real-width bundle (the 9B slice: 9B's hidden 4,096, its arena at 32,768
+ * rows is 7.3 GiB, its 2 layers and small vocabulary 0.81 GiB) on a fake 8 GiB device: refused
+ * naming needed vs free before anything is uploaded, as the 0.8B is on a small one. */
+Test(device, emu_real_width_bundle_must_fit_the_device) {
+    setenv("VW_CUDA_EMU_DEVICES", "1", 1);
+    setenv("VW_CUDA_EMU_MEM_MB", "8192", 1);
+    char *dir = vw_test_slice_bundle("9b-slice");
+    cr_assert_not_null(dir);
+    vw_device_choice dc;
+    vw_engine_opts o;
+    vw_err err;
+    cr_assert_eq(pick("cuda:0", NULL, &dc, &o, &err), VW_OK, "%s", err.msg);
+    vw_engine *e = NULL;
+    cr_assert_eq(vw_engine_open(dir, &o, &e, &err), VW_ENOMEM, "%s", err.msg);
+    cr_assert_str_eq(err.type, "device_memory");
+    cr_assert(strstr(err.msg, "the model needs 8.36 GiB (weights 0.81 bf16x2 + arena 7.30 for "
+                              "32768 tokens + reserve 0.25) but 8.00 of 8.00 GiB are free"),
+              "%s", err.msg);
+    free(dir);
+}
+#endif
+
 #ifdef VW_HAVE_CUDA
+/* Memory per size (docs/backbone.md "Memory per size"): for the 0.8B, 4B and
+ * 9B shapes, the start-up check's weights equal the upload's count
+ * (vw_cuda_weight_bytes) and the size's own (core/model/sizes.h, what `bundle
+ * verify` prints); the arena is sized for at least 32,768 rows; and each
+ * card's verdict at the default batching.max_tokens is the table's, with the
+ * largest max_tokens that fits printed. A card's free memory at start: what
+ * CUDA reports less 0.5 GiB of context (L4 22.5, L40S 45.0, H100 79.6, H200
+ * 139.8 GiB). */
+Test(device, memory_per_size) {
+    static const char *const shapes[] = {"0.8b", "4b", "9b"};
+    static const char *const precs[] = {"bf16x2", "fp32"};
+    static const double free_gib[] = {22.0, 44.5, 79.1, 139.3};
+    /* fits[shape][precision]: bit i set when card i holds it at the default */
+    static const unsigned fits[3][2] = {{0xf, 0xf}, {0xf, 0xf}, {0xe, 0xe}};
+    for (size_t s = 0; s < 3; s++) {
+        vw_qwen35_config c;
+        vw_err err = {0};
+        cr_assert_eq(vw_random_shape_config(shapes[s], &c, &err), VW_OK, "%s", err.msg);
+        vw_model_size size;
+        vw_model_size_of(&c, &size);
+        for (size_t p = 0; p < 2; p++) {
+            vw_device_need n;
+            cr_assert_eq(vw_device_need_of(&c, precs[p], 16384, &n), 0);
+            cr_expect_eq(n.weights, vw_cuda_weight_bytes(&c, p ? VW_CUDA_FP32 : VW_CUDA_BF16X2));
+            cr_expect_eq(n.weights, vw_model_weight_bytes(&size, p ? 4 : 2));
+            cr_expect_eq(n.arena_tokens, VW_CUDA_MIN_ARENA_TOKENS);
+            cr_expect_eq(n.total, n.weights + n.arena + VW_DEVICE_RESERVE_BYTES);
+            char line[256];
+            int k = snprintf(
+                line, sizeof line, "%-4s %-6s weights %5.2f arena %5.2f need %5.2f GiB;", shapes[s],
+                precs[p], n.weights / 1073741824.0, n.arena / 1073741824.0, n.total / 1073741824.0);
+            for (size_t card = 0; card < 4; card++) {
+                size_t room = (size_t)(free_gib[card] * 1073741824.0);
+                cr_expect_eq(n.total <= room, (fits[s][p] >> card) & 1, "%s %s on %.1f GiB",
+                             shapes[s], precs[p], free_gib[card]);
+                size_t lo = 0, hi = 1u << 16; /* the largest max_tokens (x1024) that fits */
+                while (lo < hi) {
+                    size_t mid = (lo + hi + 1) / 2;
+                    vw_device_need m;
+                    cr_assert_eq(vw_device_need_of(&c, precs[p], mid * 1024, &m), 0);
+                    if (m.total <= room && mid * 1024 >= VW_CUDA_MIN_ARENA_TOKENS)
+                        lo = mid;
+                    else
+                        hi = mid - 1;
+                }
+                k += snprintf(line + k, sizeof line - (size_t)k, " %.1f GiB: %s", free_gib[card],
+                              lo ? "" : "no");
+                if (lo)
+                    k += snprintf(line + k, sizeof line - (size_t)k, "%zuk", lo);
+            }
+            fprintf(stderr, "%s\n", line);
+        }
+    }
+}
+
 /* The weight bytes the check counts: BF16 matrices in bf16 and bf16x2 (same
  * memory), FP32 in fp32; the non-matrix tensors are FP32 in every mode. */
 Test(device, weight_bytes_follow_the_precision) {

@@ -13,5 +13,6 @@ int vw_cmd_forward(int argc, char **argv);
 int vw_cmd_tokenize(int argc, char **argv);
 int vw_cmd_plan(int argc, char **argv);
 int vw_cmd_score(int argc, char **argv);
+int vw_cmd_bundle(int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const command commands[] = {
     {"tokenize", vw_cmd_tokenize, "token ids (and offsets) of JSON Lines text (stdin)"},
     {"plan", vw_cmd_plan, "token plan (or rejection) of one request JSON (stdin)"},
     {"score", vw_cmd_score, "System One envelopes of requests (stdin), end to end"},
+    {"bundle", vw_cmd_bundle, "bundle verify DIR: every file checked, digest, shape, memory"},
 };
 
 static void usage(FILE *f) {

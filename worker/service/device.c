@@ -47,13 +47,27 @@ int vw_device_parse(const char *name, vw_device_kind *kind, int *ordinal) {
 #include "backbone_cuda.h"
 #include "vw_cuda.h"
 
-/* A single request can exceed the batcher's budget (it then runs alone), so
- * the arena holds at least this many rows; bigger batches are split by the
- * engine when the executor answers VW_ETRANSIENT. */
-#define VW_CUDA_MIN_ARENA_TOKENS 32768
-
 static double gib(size_t bytes) {
     return (double)bytes / (double)(1u << 30);
+}
+
+static vw_cuda_precision precision_of(const char *p) {
+    return is(p, "fp32") ? VW_CUDA_FP32 : is(p, "bf16") ? VW_CUDA_BF16 : VW_CUDA_BF16X2;
+}
+
+static size_t arena_tokens(size_t max_tokens) {
+    return max_tokens > VW_CUDA_MIN_ARENA_TOKENS ? max_tokens : VW_CUDA_MIN_ARENA_TOKENS;
+}
+
+int vw_device_need_of(const vw_qwen35_config *cfg, const char *precision, size_t max_tokens,
+                      vw_device_need *need) {
+    vw_cuda_opts o = {.max_tokens = arena_tokens(max_tokens), .precision = precision_of(precision)};
+    need->weights = vw_cuda_weight_bytes(cfg, o.precision);
+    need->arena = vw_backbone_cuda_arena_bytes(cfg, &o);
+    need->arena_tokens = o.max_tokens;
+    need->reserve = VW_DEVICE_RESERVE_BYTES;
+    need->total = need->weights + need->arena + need->reserve;
+    return need->arena ? 0 : -1; /* 0: options the executor refuses (max_tokens too large) */
 }
 
 /* The bundle must fit the device's free memory: weights + arena + reserve.
@@ -66,24 +80,22 @@ static vw_status check_fits(const vw_bundle *b, const vw_cuda_opts *o, vw_device
     vw_status st = vw_cuda_device_query(o->device, 1, &info, err);
     if (st != VW_OK)
         return st;
-    const vw_qwen35_config *cfg = vw_bundle_backbone_config(b);
-    size_t weights = vw_cuda_weight_bytes(cfg, o->precision);
-    size_t arena = vw_backbone_cuda_arena_bytes(cfg, o);
-    size_t need = weights + arena + VW_DEVICE_RESERVE_BYTES;
-    if (need > info.free_bytes) {
+    vw_device_need n;
+    vw_device_need_of(vw_bundle_backbone_config(b), dc->precision, o->max_tokens, &n);
+    if (n.total > info.free_bytes) {
         char seen[200];
         vw_cuda_devices_describe(seen, sizeof seen);
         return VW_FAIL(err, VW_ENOMEM, "device_memory",
                        "device cuda:%d (%s): the model needs %.2f GiB (weights %.2f %s + arena "
                        "%.2f for %zu tokens + reserve %.2f) but %.2f of %.2f GiB are free; lower "
                        "batching.max_tokens or use a larger device; devices seen: %s",
-                       o->device, info.name, gib(need), gib(weights), dc->precision, gib(arena),
-                       o->max_tokens, gib(VW_DEVICE_RESERVE_BYTES), gib(info.free_bytes),
+                       o->device, info.name, gib(n.total), gib(n.weights), dc->precision,
+                       gib(n.arena), n.arena_tokens, gib(n.reserve), gib(info.free_bytes),
                        gib(info.total_bytes), seen);
     }
     size_t len = strlen(dc->chosen);
-    snprintf(dc->chosen + len, sizeof dc->chosen - len, ", needs %.2f of %.2f GiB free", gib(need),
-             gib(info.free_bytes));
+    snprintf(dc->chosen + len, sizeof dc->chosen - len, ", needs %.2f of %.2f GiB free",
+             gib(n.total), gib(info.free_bytes));
     return VW_OK;
 }
 
@@ -91,12 +103,9 @@ static vw_status make_cuda(const vw_bundle *b, void *ctx, vw_executor **out, vw_
     vw_device_choice *dc = ctx;
     vw_cuda_opts o = {
         .device = dc->ordinal,
-        .max_tokens =
-            dc->max_tokens > VW_CUDA_MIN_ARENA_TOKENS ? dc->max_tokens : VW_CUDA_MIN_ARENA_TOKENS,
+        .max_tokens = arena_tokens(dc->max_tokens),
         .max_trees = 0,
-        .precision = is(dc->precision, "fp32")   ? VW_CUDA_FP32
-                     : is(dc->precision, "bf16") ? VW_CUDA_BF16
-                                                 : VW_CUDA_BF16X2,
+        .precision = precision_of(dc->precision),
         .batch_invariant = 0,
     };
     vw_status st = check_fits(b, &o, dc, err);
@@ -125,6 +134,13 @@ static vw_status choose_cuda(int ordinal, int is_auto, const char *precision, vw
     snprintf(dc->chosen, sizeof dc->chosen, "cuda:%d%s: %s (sm_%d, %.1f GiB) %s", ordinal,
              is_auto ? " (auto)" : "", info.name, info.sm, gib(info.total_bytes), dc->precision);
     return VW_OK;
+}
+#else
+int vw_device_need_of(const vw_qwen35_config *cfg, const char *precision, size_t max_tokens,
+                      vw_device_need *need) {
+    (void)cfg, (void)precision, (void)max_tokens;
+    memset(need, 0, sizeof *need);
+    return -1;
 }
 #endif
 

@@ -40,6 +40,11 @@
  * cuBLASLt handles, the kernels' module code, allocator granularity. */
 #define VW_DEVICE_RESERVE_BYTES ((size_t)256 << 20)
 
+/* A single request can exceed the batcher's budget (it then runs alone), so
+ * the CUDA arena holds at least this many rows; bigger batches are split by
+ * the engine when the executor answers VW_ETRANSIENT. */
+#define VW_CUDA_MIN_ARENA_TOKENS 32768
+
 /* The highest N of cuda:N the parser accepts (CUDA's own limit is far lower
  * in practice; this only bounds the text). */
 #define VW_DEVICE_MAX_ORDINAL 255
@@ -60,6 +65,24 @@ typedef struct vw_device_choice {
  * or -1 for anything else (outputs untouched). kind/ordinal may be NULL.
  * Used by the config loader too. Pure. */
 int vw_device_parse(const char *name, vw_device_kind *kind, int *ordinal);
+
+/* The device memory the CUDA executor needs for a backbone: what the start-up
+ * check compares with the device's free memory (docs/backbone.md "Memory per
+ * size"). */
+typedef struct vw_device_need {
+    size_t weights;      /* every tensor, matrices BF16 in bf16/bf16x2, FP32 in fp32 */
+    size_t arena;        /* activations for arena_tokens rows */
+    size_t arena_tokens; /* max(max_tokens, VW_CUDA_MIN_ARENA_TOKENS) */
+    size_t reserve;      /* VW_DEVICE_RESERVE_BYTES */
+    size_t total;
+} vw_device_need;
+
+/* Fills *need for cfg at precision ("fp32", "bf16", "bf16x2"; NULL or "auto":
+ * bf16x2) with the arena sized for max_tokens (the batcher's budget). Returns
+ * 0, or -1 in a build without the CUDA executor (*need zeroed) or for a
+ * max_tokens the executor refuses (over INT32_MAX / 2). Pure. */
+int vw_device_need_of(const vw_qwen35_config *cfg, const char *precision, size_t max_tokens,
+                      vw_device_need *need);
 
 /* Fills opts->make_executor/make_ctx (= dc) for device and precision (NULL =
  * auto). max_tokens sizes the CUDA arena (the batcher's token budget). Fails
