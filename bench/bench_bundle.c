@@ -1,6 +1,7 @@
 /* bench_bundle.c — writes a random-weight Vela 2.0 package of a named shape
  * for the benchmarks (core/model/random_bundle.h): no Python needed.
- *   bench_bundle --shape ceiling|0.8b --out DIR [--seed N] [--template DIR]
+ *   bench_bundle --shape ceiling|0.8b|4b|9b|4b-slice|9b-slice --out DIR [--seed N]
+ *                [--template DIR]
  * Prints one JSON line: the directory, the shape, whether it was reused and the
  * seconds taken. Exit 0, or 1 with the error on stderr. */
 #include <getopt.h>
@@ -31,8 +32,8 @@ int main(int argc, char **argv) {
             return 2;
     }
     if (!out) {
-        fprintf(stderr, "usage: bench_bundle --shape ceiling|0.8b --out DIR [--seed N] "
-                        "[--template DIR]\n");
+        fprintf(stderr, "usage: bench_bundle --shape SHAPE --out DIR [--seed N] [--template DIR]\n"
+                        "  SHAPE: " VW_RANDOM_SHAPES "\n");
         return 2;
     }
     struct timespec t0, t1;

@@ -1,18 +1,20 @@
 /* bench_gpu.c — throughput and latency of the CUDA executor on a
- * Qwen3.5-0.8B-shaped backbone, beside the CPU backend on a small case.
+ * Qwen3.5-shaped backbone (0.8B, 4B or 9B), beside the CPU backend on a small
+ * case.
  *
- *   bench_gpu --random-bundle DIR [options]   write (or reuse) a random 0.8B bundle in DIR
+ *   bench_gpu --random-bundle DIR [--shape 0.8b|4b|9b] [options]
+ *                                             write (or reuse) a random bundle in DIR
  *   bench_gpu --bundle DIR [options]          any verified bundle
  * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
  *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
  *          --wait block|spin|both
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
- * none): core/model/random_bundle.h's "0.8b" shape (the backbone of
- * docs/spec/backbone.md §1.1 and the heads at hidden 1,024, seeded uniform
- * weights), with fixtures/tiny-vela's tokenizer and calibration. A DIR whose
- * manifest names that generator, shape and seed is reused; vw_bundle_open
- * verifies it.
+ * none): core/model/random_bundle.h's shape (default "0.8b": the backbone of
+ * docs/spec/backbone.md §1.1; "4b", "9b": §1.2, ~8.4 / ~15.9 GB; the slices
+ * too), the heads at its hidden size, seeded uniform weights, with
+ * fixtures/tiny-vela's tokenizer and calibration. A DIR whose manifest names
+ * that generator, shape and seed is reused; vw_bundle_open verifies it.
  *
  * Workload: "golden-like" trees (docs/spec/request.md §5.1 shapes): a 900-1100
  * token prefix, five question blocks of 60-160 tokens (option-end and query
@@ -43,6 +45,7 @@
 #include "model/backbone_cpu.h"
 #include "model/bundle.h"
 #include "model/random_bundle.h"
+#include "model/sizes.h"
 #include "model/synthetic.h"
 
 #ifndef VW_HAVE_CUDA
@@ -72,22 +75,22 @@ static size_t pick(rng *r, size_t lo, size_t span) {
     return lo + (size_t)(next(r) % (span ? span : 1));
 }
 
-/* ---- the random 0.8B bundle ------------------------------------------------ */
+/* ---- the random bundle ----------------------------------------------------- */
 
-/* core/model/random_bundle.h's "0.8b" package (heads included, so the engine
- * and bench/ceiling.sh can load it too), reused when DIR holds it. */
-static int random_bundle(const char *dir, uint64_t seed) {
+/* core/model/random_bundle.h's package of that shape (heads included, so the
+ * engine and bench/ceiling.sh can load it too), reused when DIR holds it. */
+static int random_bundle(const char *dir, const char *shape, uint64_t seed) {
     double t0 = now();
     bool reused = false;
     vw_err err = {0};
-    if (vw_random_bundle_write(dir, "0.8b", VW_SOURCE_DIR "/fixtures/tiny-vela", seed, &reused,
+    if (vw_random_bundle_write(dir, shape, VW_SOURCE_DIR "/fixtures/tiny-vela", seed, &reused,
                                &err))
         return fprintf(stderr, "bench_gpu: writing the random bundle in %s failed: %s\n", dir,
                        err.msg),
                1;
-    printf("{\"event\":\"random_bundle\",\"dir\":\"%s\",\"seed\":%llu,\"reused\":%s,"
-           "\"seconds\":%.2f}\n",
-           dir, (unsigned long long)seed, reused ? "true" : "false", now() - t0);
+    printf("{\"event\":\"random_bundle\",\"dir\":\"%s\",\"shape\":\"%s\",\"seed\":%llu,"
+           "\"reused\":%s,\"seconds\":%.2f}\n",
+           dir, shape, (unsigned long long)seed, reused ? "true" : "false", now() - t0);
     fflush(stdout);
     return 0;
 }
@@ -410,6 +413,7 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *rnd_dir = NULL, *batches = "1,8,64,256", *prec = "bf16";
+    const char *shape = "0.8b";
     bench B = {.max_tokens = 131072,
                .max_trees = 256,
                .reps = 3,
@@ -425,6 +429,8 @@ int main(int argc, char **argv) {
             dir = v;
         else if (!strcmp(k, "--random-bundle"))
             rnd_dir = v;
+        else if (!strcmp(k, "--shape"))
+            shape = v;
         else if (!strcmp(k, "--batches"))
             batches = v;
         else if (!strcmp(k, "--reps"))
@@ -449,25 +455,29 @@ int main(int argc, char **argv) {
     if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 || !B.wait ||
         (strcmp(prec, "bf16") && strcmp(prec, "bf16x2") && strcmp(prec, "fp32"))) {
         fprintf(stderr,
-                "usage: bench_gpu --random-bundle DIR | --bundle DIR [--batches 1,8,64,256]"
+                "usage: bench_gpu --random-bundle DIR [--shape 0.8b|4b|9b] | --bundle DIR"
+                " [--batches 1,8,64,256]"
                 " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|bf16x2|fp32]"
                 " [--cpu-ref 1|0] [--budget-s S] [--seed S] [--wait block|spin|both]\n");
         return 2;
     }
-    if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5 GB */
+    if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5-16 GB */
         printf("{\"event\":\"skipped\",\"reason\":\"no CUDA device\"}\n");
         return 77;
     }
-    if (rnd_dir && random_bundle(rnd_dir, B.seed))
+    if (rnd_dir && random_bundle(rnd_dir, shape, B.seed))
         return 1;
     vw_bundle *b = NULL;
     vw_err err = {0};
     double t0 = now();
     if (vw_bundle_open(dir ? dir : rnd_dir, &b, &err) != VW_OK)
         return fprintf(stderr, "bench_gpu: %s\n", err.msg), 1;
-    printf("{\"event\":\"bundle\",\"dir\":\"%s\",\"open_s\":%.2f}\n", dir ? dir : rnd_dir,
-           now() - t0);
     B.b = b, B.c = vw_bundle_backbone_config(b);
+    vw_model_size size;
+    vw_model_size_of(B.c, &size);
+    printf("{\"event\":\"bundle\",\"dir\":\"%s\",\"size\":\"%s\",\"params\":%llu,"
+           "\"open_s\":%.2f}\n",
+           dir ? dir : rnd_dir, size.name, (unsigned long long)size.params, now() - t0);
     const vw_cuda_precision pv = !strcmp(prec, "fp32")     ? VW_CUDA_FP32
                                  : !strcmp(prec, "bf16x2") ? VW_CUDA_BF16X2
                                                            : VW_CUDA_BF16;

@@ -15,29 +15,38 @@
 #            and p50/p99 latency at ~10 % of that load minus the device time
 #            (the host's added latency);
 #   device   --device cuda:N: the same as sim with the real CUDA executor on a
-#            random 0.8B bundle (scripts/gpu-check on a GPU machine).
+#            random bundle of --shape (0.8b, 4b or 9b; default 0.8b;
+#            scripts/gpu-check on a GPU machine). The instant and sim phases
+#            model the 0.8B, so --shape other than 0.8b needs --device.
 # Beside them: one H200's physical line (790 golden requests/s) and vllm-sr's
 # ~25 req/s (concurrency 16, MI325X), and the host figures extrapolated per
 # core to a 16-core GPU host (stated as such).
 #
-#   bench/ceiling.sh [--device cuda:N] [--seconds S] [--out FILE] [--quick]
+#   bench/ceiling.sh [--device cuda:N [--shape 0.8b|4b|9b]] [--seconds S] [--out FILE] [--quick]
 # env: VW_BENCH_BUILD (default: a Release build in build-ceiling, kept up to
 #      date), CEILING_SOAK_S (RSS watch at saturation, default 0; the issue's
 #      check is 300), CEILING_SIM (sim parameters, default the H200 ones),
 #      CEILING_THREADS (processing.threads, default 0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-device="" seconds=20 out="" quick=0
+device="" seconds=20 out="" quick=0 size=0.8b
 while (($#)); do
   case $1 in
     --device) device=$2; shift 2 ;;
+    --shape) size=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "usage: bench/ceiling.sh [--device cuda:N] [--seconds S] [--out FILE] [--quick]" >&2
+    *) echo "usage: bench/ceiling.sh [--device cuda:N [--shape 0.8b|4b|9b]] [--seconds S]" \
+         "[--out FILE] [--quick]" >&2
        exit 2 ;;
   esac
 done
+case $size in
+  0.8b) ;;
+  4b | 9b) [[ -n $device ]] || { echo "bench/ceiling.sh: --shape $size needs --device" >&2; exit 2; } ;;
+  *) echo "bench/ceiling.sh: --shape is 0.8b, 4b or 9b" >&2; exit 2 ;;
+esac
 build=${VW_BENCH_BUILD:-build-ceiling}
 bin=$build/vela-worker
 work=$(mktemp -d)
@@ -71,7 +80,7 @@ while read -r name weight; do
 done <bench/ceiling_mix.txt >"$mix"
 
 shape=ceiling
-[[ -n $device ]] && shape=0.8b
+[[ -n $device ]] && shape=$size
 bundle=${VW_CEILING_BUNDLE:-/tmp/vw-ceiling-$shape}
 "$build/bench_bundle" --shape "$shape" --out "$bundle" >&2
 
@@ -118,8 +127,8 @@ EOF
     2>"$work/worker-$2.log" &
   wpid=$!
   pids+=("$wpid")
-  # Up to 120 s: a device loads and uploads the 0.8B bundle first.
-  for _ in $(seq 1200); do
+  # Up to 120 s (0.8B), 240 s (4B, 9B): a device loads and uploads the bundle first.
+  for _ in $(seq "$([[ $size == 0.8b ]] && echo 1200 || echo 2400)"); do
     [[ $(metric "$2" vela_worker_ready 2>/dev/null) == 1 ]] && return 0
     kill -0 "$wpid" 2>/dev/null || break
     sleep 0.1
