@@ -65,15 +65,42 @@ static uint32_t rd32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The largest |got - want| over n values (NaN counts as largest), its index in
+ * *at and the largest |want| in *maxref. */
+static double worst_diff(const float *got, const float *want, size_t n, size_t *at,
+                         double *maxref) {
+    double maxd = 0;
+    *at = 0, *maxref = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        if (d > maxd || isnan(d))
+            maxd = d, *at = i;
+        *maxref = fmax(*maxref, fabs(want[i]));
+    }
+    return maxd;
+}
+
+/* A goldens file (rel to the source tree): its bytes (*len), checked for magic,
+ * version 1 and the executor's hidden size; *n: its number of cases. The
+ * cases start at byte 20. */
+static unsigned char *read_goldens(const char *rel, const char *magic, const char *hint,
+                                   size_t *len, uint32_t *n) {
+    char *path = vw_test_path(rel);
+    unsigned char *g = (unsigned char *)vw_test_read_file(path, len);
+    cr_assert(g, "%s missing. %s", path, hint);
+    cr_assert(*len > 20 && !memcmp(g, magic, 8) && rd32(g + 8) == 1, "bad magic/version. %s", hint);
+    *n = rd32(g + 12);
+    cr_assert_eq(rd32(g + 16), ex->hidden, "golden hidden %u vs bundle %zu. %s", rd32(g + 16),
+                 ex->hidden, hint);
+    free(path);
+    return g;
+}
+
 Test(backbone, matches_transformers_goldens, .init = setup, .fini = teardown) {
-    char *path = vw_test_path("fixtures/backbone/goldens.bin");
     size_t len = 0;
-    unsigned char *g = (unsigned char *)vw_test_read_file(path, &len);
-    cr_assert(g, "%s missing. " GOLD_HINT, path);
-    cr_assert(len > 20 && !memcmp(g, "VWBBGLD1", 8) && rd32(g + 8) == 1,
-              "bad magic/version. " GOLD_HINT);
-    uint32_t n = rd32(g + 12), H = rd32(g + 16);
-    cr_assert_eq(H, ex->hidden, "golden hidden %u vs bundle %zu. " GOLD_HINT, H, ex->hidden);
+    uint32_t n, H = (uint32_t)ex->hidden;
+    unsigned char *g =
+        read_goldens("fixtures/backbone/goldens.bin", "VWBBGLD1", GOLD_HINT, &len, &n);
     size_t off = 20;
     for (uint32_t c = 0; c < n; c++) {
         uint32_t T = rd32(g + off);
@@ -85,14 +112,9 @@ Test(backbone, matches_transformers_goldens, .init = setup, .fini = teardown) {
         memcpy(want, g + off + T * 4u, (size_t)T * H * 4);
         off += (size_t)T * 4 * (1 + H);
         float *got = run_sequence(ids, T);
-        double maxd = 0, maxref = 0;
-        size_t at = 0;
-        for (size_t i = 0; i < (size_t)T * H; i++) {
-            double d = fabs((double)got[i] - want[i]);
-            if (d > maxd || isnan(d))
-                maxd = d, at = i;
-            maxref = fmax(maxref, fabs(want[i]));
-        }
+        double maxref;
+        size_t at;
+        double maxd = worst_diff(got, want, (size_t)T * H, &at, &maxref);
         printf("backbone golden T=%4u: max|diff| = %.3g (max|ref| %.3f)\n", T, maxd, maxref);
         fflush(stdout);
         cr_expect(maxd <= 1e-4,
@@ -103,7 +125,6 @@ Test(backbone, matches_transformers_goldens, .init = setup, .fini = teardown) {
         free(ids);
     }
     free(g);
-    free(path);
 }
 
 /* ---- real widths: the 4B and 9B slices ------------------------------------- */
@@ -140,14 +161,9 @@ static void slice_matches_goldens(const char *shape, const char *golden) {
               "%s: the writer's weights (%s) are not the goldens' (%s). " SLICE_HINT, shape,
               got_sha ? got_sha : "?", want_sha);
     cr_assert_eq(vw_backbone_cpu_new(bundle, &ex, &err), VW_OK, "%s", err.msg);
-    char *path = vw_test_path(golden);
     size_t len = 0;
-    unsigned char *g = (unsigned char *)vw_test_read_file(path, &len);
-    cr_assert(g, "%s missing. " SLICE_HINT, path);
-    cr_assert(len > 20 && !memcmp(g, "VWSLGLD1", 8) && rd32(g + 8) == 1,
-              "bad magic/version. " SLICE_HINT);
-    uint32_t n = rd32(g + 12), H = rd32(g + 16);
-    cr_assert_eq(H, ex->hidden, "golden hidden %u vs bundle %zu. " SLICE_HINT, H, ex->hidden);
+    uint32_t n, H = (uint32_t)ex->hidden;
+    unsigned char *g = read_goldens(golden, "VWSLGLD1", SLICE_HINT, &len, &n);
     size_t off = 20;
     for (uint32_t c = 0; c < n; c++) {
         cr_assert(off + 4 <= len, "truncated goldens. " SLICE_HINT);
@@ -164,23 +180,18 @@ static void slice_matches_goldens(const char *shape, const char *golden) {
         off += need;
         vw_tree tr = {.prefix = ids, .n_prefix = T, .prefix_readouts = ro, .n_prefix_readouts = R};
         cr_assert_eq(vw_executor_forward(ex, &tr, 1, got, &err), VW_OK, "%s", err.msg);
-        double maxd = 0, maxref = 0;
-        size_t at = 0;
-        for (size_t i = 0; i < (size_t)R * H; i++) {
-            double d = fabs((double)got[i] - want[i]);
-            if (d > maxd || isnan(d))
-                maxd = d, at = i;
-            maxref = fmax(maxref, fabs(want[i]));
-        }
+        double maxref;
+        size_t at;
+        double maxd = worst_diff(got, want, (size_t)R * H, &at, &maxref);
         printf("%s golden T=%3u (%u rows): max|diff| = %.3g (max|ref| %.3f)\n", shape, T, R, maxd,
                maxref);
         fflush(stdout);
-        cr_expect(maxd <= 1e-4, "%s T=%u: max|diff| %.3g at row %d col %zu (got %.7g want %.7g). ",
+        cr_expect(maxd <= 1e-4,
+                  "%s T=%u: max|diff| %.3g at row %d col %zu (got %.7g want %.7g). " SLICE_HINT,
                   shape, T, maxd, ro[at / H], at % H, got[at], want[at]);
         free(ids), free(ro), free(want), free(got);
     }
     free(g);
-    free(path);
     free(got_sha);
     free(dir);
     json_decref(side);

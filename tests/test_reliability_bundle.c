@@ -8,12 +8,10 @@
 #include "vw_test.h"
 
 #include <criterion/criterion.h>
-#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util/sha256.h"
 
@@ -76,22 +74,6 @@ Test(reliability_bundle, tampered_shard_refused) {
     cr_assert_gt(named, 0, "the message names %s", SHARD);
 }
 
-/* Rewrites the manifest's digest of SHARD to the file's (SHA256SUMS removed):
- * a bundle rewritten together with its manifest. */
-static void relist_shard(const char *dir) {
-    char mp[600], sp[600], hex[VW_SHA256_HEX];
-    snprintf(mp, sizeof mp, "%s/MODEL_MANIFEST.json", dir);
-    snprintf(sp, sizeof sp, "%s/%s", dir, SHARD);
-    cr_assert_eq(vw_sha256_file(sp, hex, NULL), VW_OK);
-    json_t *m = json_load_file(mp, 0, NULL);
-    cr_assert_eq(json_object_set_new(json_object_get(m, "files_sha256"), SHARD, json_string(hex)),
-                 0);
-    cr_assert_eq(json_dump_file(m, mp, JSON_INDENT(2)), 0);
-    json_decref(m);
-    snprintf(sp, sizeof sp, "%s/SHA256SUMS", dir);
-    cr_assert_eq(unlink(sp), 0);
-}
-
 /* model.manifest_sha256 through VELA_MODEL_MANIFEST_SHA256: the intact copy
  * starts under its manifest's digest; rewritten with its manifest it starts
  * without the anchor and is refused under it, naming both digests, before the
@@ -106,7 +88,7 @@ Test(reliability_bundle, manifest_anchor_refuses_a_rewritten_bundle) {
     cr_assert_eq(run_with_bundle(dir, "anchored", env, &w), 0, "the intact copy starts");
     snprintf(path, sizeof path, "%s/%s", dir, SHARD);
     flip_byte(path);
-    relist_shard(dir);
+    vw_test_relist(dir, SHARD);
     cr_assert_eq(run_with_bundle(dir, "rewritten", NULL, &w), 0,
                  "rewritten with its manifest, it starts without an anchor");
     int rc = run_with_bundle(dir, "refused", env, &w);

@@ -39,9 +39,11 @@ def load_model(bundle):
     conf = transformers.Qwen3_5TextConfig(**hf)
     conf._attn_implementation = "eager"
     model = transformers.Qwen3_5TextModel(conf).to(torch.float32).eval()
-    index = json.loads((bundle / "model.safetensors.index.json").read_text())
+    index = bundle / "model.safetensors.index.json"  # else one model.safetensors
+    shards = (set(json.loads(index.read_text())["weight_map"].values()) if index.exists()
+              else {"model.safetensors"})
     state = {}
-    for shard in sorted(set(index["weight_map"].values())):
+    for shard in sorted(shards):
         for k, v in load_file(str(bundle / shard)).items():
             if k.startswith("backbone."):
                 state[k[len("backbone."):]] = v.to(torch.float32)

@@ -36,26 +36,15 @@ import numpy as np
 import safetensors
 import torch
 import transformers
-from safetensors.torch import load_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_backbone_goldens import load_model  # noqa: E402  (the tiny goldens' loader)
 
 RECIPE = "tools/make_slice_goldens.py"
 SEED = 20261204  # the package's seed (tests/support/vw_test.h VW_TEST_SLICE_SEED)
 IDS_SEED = 4321
 SLICES = ["4b-slice", "9b-slice"]
 CASES = [(2, [0, 1]), (70, [0, 31, 63, 64, 69])]
-
-
-def load_model(bundle):
-    cfg = json.loads((bundle / "config.json").read_text())["backbone_config"]
-    hf = {k: v for k, v in cfg.items() if k not in ("model_type", "dtype")}
-    conf = transformers.Qwen3_5TextConfig(**hf)
-    conf._attn_implementation = "eager"
-    model = transformers.Qwen3_5TextModel(conf).to(torch.float32).eval()
-    state = {k[len("backbone."):]: v.to(torch.float32)
-             for k, v in load_file(str(bundle / "model.safetensors")).items()
-             if k.startswith("backbone.")}
-    model.load_state_dict(state, strict=True)
-    return model, cfg
 
 
 def main():

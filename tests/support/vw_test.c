@@ -2,13 +2,16 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model/random_bundle.h"
 #include "util/file.h"
+#include "util/sha256.h"
 
 char *vw_test_path(const char *rel) {
     size_t n = strlen(VW_SOURCE_DIR) + strlen(rel) + 2;
@@ -60,4 +63,20 @@ char *vw_test_slice_bundle(const char *shape) {
         return NULL;
     }
     return strdup(dir);
+}
+
+void vw_test_relist(const char *dir, const char *name) {
+    char mp[4200], p[4200], hex[VW_SHA256_HEX];
+    snprintf(mp, sizeof mp, "%s/MODEL_MANIFEST.json", dir);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    json_t *m = json_load_file(mp, 0, NULL);
+    if (vw_sha256_file(p, hex, NULL) != VW_OK || !m ||
+        json_object_set_new(json_object_get(m, "files_sha256"), name, json_string(hex)) ||
+        json_dump_file(m, mp, JSON_INDENT(2))) {
+        fprintf(stderr, "vw_test_relist: cannot relist %s in %s\n", name, mp);
+        abort();
+    }
+    json_decref(m);
+    snprintf(p, sizeof p, "%s/SHA256SUMS", dir);
+    unlink(p);
 }

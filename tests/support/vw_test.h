@@ -29,4 +29,9 @@ char *vw_test_write_lines(const char *dir, const char *name, const char *const *
  * directory (caller frees), or NULL with the reason on stderr. */
 char *vw_test_slice_bundle(const char *shape);
 
+/* A package rewritten together with its manifest: MODEL_MANIFEST.json in dir
+ * lists `name` under the file's current SHA-256, and SHA256SUMS is removed.
+ * Aborts when it cannot. */
+void vw_test_relist(const char *dir, const char *name);
+
 #endif
