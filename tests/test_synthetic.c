@@ -182,9 +182,9 @@ static json_int_t manifest_seed(const char *dir) {
     return s;
 }
 
-/* The writer replaces a package it wrote for another seed, refuses to replace
- * a directory holding anything else (leaving it as it was), and leaves no
- * half-written sibling behind either way. */
+/* The writer replaces a package it wrote for another seed (also when the path
+ * ends in '/'), refuses to replace a directory holding anything else (leaving
+ * it as it was), and leaves no half-written sibling behind either way. */
 Test(synthetic, random_bundle_replaces_only_its_own_packages) {
     char dir[64], cmd[200];
     snprintf(dir, sizeof dir, "/tmp/vw-test-replace-%d", (int)getpid());
@@ -198,10 +198,15 @@ Test(synthetic, random_bundle_replaces_only_its_own_packages) {
                  err.msg);
     cr_assert(!reused, "another seed is another package");
     cr_assert_eq(manifest_seed(dir), 8);
+    char slash[80];
+    snprintf(slash, sizeof slash, "%s/", dir);
+    cr_assert_eq(vw_random_bundle_write(slash, "ceiling", tmpl, 3, &reused, &err), VW_OK, "%s",
+                 err.msg);
+    cr_assert_eq(manifest_seed(dir), 3, "\"%s\" names the directory itself", slash);
     char *notes = vw_test_write_lines(dir, "notes.txt", (const char *const[]){"mine", NULL});
     cr_assert_eq(vw_random_bundle_write(dir, "ceiling", tmpl, 9, &reused, &err), VW_EIO);
     cr_assert(strstr(err.msg, "holds another package or other files"), "%s", err.msg);
-    cr_assert_eq(manifest_seed(dir), 8, "the refused directory is left as it was");
+    cr_assert_eq(manifest_seed(dir), 3, "the refused directory is left as it was");
     cr_assert_eq(access(notes, F_OK), 0);
     snprintf(cmd, sizeof cmd, "ls -d %s.tmp-* 2>/dev/null | grep -q .", dir);
     cr_assert_neq(system(cmd), 0, "no half-written sibling is left");

@@ -375,15 +375,15 @@ static vw_status copy_file(const char *src, const char *dst, vw_err *err) {
               : VW_FAIL(err, VW_EIO, "copy_failed", "%s -> %s: %s", src, dst, strerror(errno));
 }
 
-/* The shape's backbone_config, on top of the template's (its tokenizer-bound
- * keys: vocab_size, token ids stay unless the shape sets them). Layers
- * alternate as in Qwen3.5 (every 4th is full attention); a slice's last layer
- * is full attention too, so every slice has both token mixers. */
 static vw_status unknown_shape(const char *shape, vw_err *err) {
     return VW_FAIL(err, VW_EINVAL, "bad_shape", "random bundle: unknown shape '%s' (%s)", shape,
                    VW_RANDOM_SHAPES);
 }
 
+/* The shape's backbone_config, on top of the template's (its tokenizer-bound
+ * keys: vocab_size, token ids stay unless the shape sets them). Layers
+ * alternate as in Qwen3.5 (every 4th is full attention); a slice's last layer
+ * is full attention too, so every slice has both token mixers. */
 static vw_status backbone_config(json_t *bc, const char *shape, vw_err *err) {
     const shape_def *sd = find_shape(shape);
     if (!sd)
@@ -547,10 +547,13 @@ vw_status vw_random_bundle_write(const char *dir, const char *shape, const char 
     /* Written beside dir, then renamed: a reader (or a concurrent writer of
      * the same package) never sees a half-written package. */
     char tmp[4096];
-    if (strlen(dir) > sizeof tmp - 16)
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') /* "out/" names the directory out, not a child */
+        n--;
+    if (n > sizeof tmp - 16)
         return VW_FAIL(err, VW_EINVAL, "bad_path", "random bundle: path too long: %s", dir);
-    memcpy(tmp, dir, strlen(dir));
-    memcpy(tmp + strlen(dir), ".tmp-XXXXXX", 12);
+    memcpy(tmp, dir, n);
+    memcpy(tmp + n, ".tmp-XXXXXX", 12);
     if (!mkdtemp(tmp) || chmod(tmp, 0755))
         return VW_FAIL(err, VW_EIO, "mkdir_failed", "%s: %s", tmp, strerror(errno));
     vw_status st = write_package(tmp, shape, tmpl, seed, err);
