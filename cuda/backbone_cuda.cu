@@ -260,6 +260,11 @@ void prof_free(cu_prof *p) {
 void model_free(cu_model *m) {
     if (!m)
         return;
+    vw_cuda_heads_free(m->heads);
+    if (m->uploaded)
+        cudaEventDestroy(m->uploaded);
+    if (m->copy)
+        cudaStreamDestroy(m->copy);
     prof_free(m->prof);
     if (m->done)
         cudaEventDestroy(m->done);
@@ -301,6 +306,10 @@ vw_status setup_device(cu_model *m, vw_err *err) {
                                   &m->done, cudaEventDisableTiming |
                                                 (m->opts.spin_wait ? 0u : cudaEventBlockingSync)));
     if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
+    if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaEventCreateWithFlags(&m->uploaded, cudaEventDisableTiming));
+    if (st == VW_OK)
         st = VW_CUBLAS_TRY(err, cublasCreate(&m->blas));
     if (st == VW_OK)
         st = VW_CUBLAS_TRY(err, cublasSetStream(m->blas, m->stream));
@@ -316,7 +325,36 @@ void cuda_destroy(vw_executor *ex) {
     free(ex);
 }
 
-const vw_executor_ops cuda_ops = {"cuda", vw_cu_forward, cuda_destroy};
+const vw_executor_ops cuda_ops = {"cuda", vw_cu_forward, cuda_destroy, nullptr};
+const vw_executor_ops cuda_heads_ops = {"cuda", vw_cu_forward, cuda_destroy, vw_cu_heads_op};
+
+// The package's readout heads onto the device (FP32), unless the options keep
+// them on the host or the package has none (a backbone-only package). The
+// host copies are freed once uploaded.
+vw_status load_heads(cu_model *m, const vw_bundle *b, vw_err *err) {
+    if (m->opts.host_heads || !vw_bundle_find(b, VW_HEAD_CAND_PREFIX "key.weight"))
+        return VW_OK;
+    vw_head_tensors ht = {};
+    ht.bundle = b;
+    vw_cand_head cand;
+    vw_span_head router, broad;
+    const bool has_broad = vw_bundle_has_broad_head(b) != 0;
+    vw_status st = vw_cand_head_init(&cand, vw_head_tensors_lookup, &ht, VW_HEAD_CAND_PREFIX, err);
+    if (st == VW_OK)
+        st = vw_span_head_init(&router, vw_head_tensors_lookup, &ht, VW_HEAD_ROUTER_PREFIX, err);
+    if (st == VW_OK && has_broad)
+        st = vw_span_head_init(&broad, vw_head_tensors_lookup, &ht, VW_HEAD_BROAD_PREFIX, err);
+    if (st == VW_OK && cand.hidden != m->d.H)
+        st = VW_FAIL(err, VW_EINVAL, "bad_shape",
+                     "cuda: head width %zu differs from the "
+                     "backbone's %zu",
+                     cand.hidden, m->d.H);
+    if (st == VW_OK)
+        st = vw_cuda_heads_new(&cand, &router, has_broad ? &broad : nullptr, m->opts.max_tokens,
+                               &m->heads, err);
+    vw_head_tensors_free(&ht);
+    return st;
+}
 
 } // namespace
 
@@ -352,7 +390,7 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
         goto done;
     if ((st = upload_weights(m, b, err)) != VW_OK || (st = alloc_arena(m, err)) != VW_OK)
         goto done;
-    if ((st = upload_rope(m, err)) != VW_OK)
+    if ((st = upload_rope(m, err)) != VW_OK || (st = load_heads(m, b, err)) != VW_OK)
         goto done;
     /* The uploads are cudaMemcpy from pageable memory on the legacy stream: it
      * may return before the DMA lands, and the executor's non-blocking stream
@@ -364,7 +402,8 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
         goto done;
     m->gemm.blas = m->blas, m->gemm.stream = m->stream;
     m->gemm.prec = m->opts.precision, m->gemm.invariant = m->opts.batch_invariant;
-    ex->ops = &cuda_ops, ex->hidden = m->d.H, ex->vocab = m->c.vocab, ex->impl = m;
+    ex->ops = m->heads ? &cuda_heads_ops : &cuda_ops;
+    ex->hidden = m->d.H, ex->vocab = m->c.vocab, ex->impl = m;
     *out = ex;
 done:
     if (st != VW_OK) {
@@ -380,7 +419,7 @@ const char *vw_cuda_kclass_name(vw_cuda_kclass k) {
 }
 
 vw_status vw_backbone_cuda_profile(vw_executor *ex, int on, vw_err *err) {
-    if (!ex || ex->ops != &cuda_ops)
+    if (!ex || ex->ops->forward != vw_cu_forward)
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "profile: not a CUDA executor");
     cu_model *m = (cu_model *)ex->impl;
     if (on && !m->prof) {
@@ -413,7 +452,7 @@ vw_status vw_backbone_cuda_profile(vw_executor *ex, int on, vw_err *err) {
 
 vw_status vw_backbone_cuda_profile_read(vw_executor *ex, double ms[VW_CUK_COUNT], double *total_ms,
                                         vw_err *err) {
-    if (!ex || ex->ops != &cuda_ops)
+    if (!ex || ex->ops->forward != vw_cu_forward)
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "profile: not a CUDA executor");
     const cu_prof *p = ((const cu_model *)ex->impl)->prof;
     for (int k = 0; k < VW_CUK_COUNT; k++)

@@ -41,6 +41,12 @@
  * trees or readouts than that returns VW_ETRANSIENT ("batch_too_large"): the
  * caller splits the batch and retries.
  *
+ * Heads: unless opts->host_heads, the executor loads the package's readout
+ * heads (FP32) and offers executor.h's heads op (cuda/heads_cuda.h): a forward
+ * with rows = NULL copies nothing back and returns while the device works, and
+ * the heads op that follows computes the logits from the gathered rows and
+ * waits. A package without head tensors gives an executor without the op.
+ *
  * Ownership: the executor owns its device memory, stream and cuBLAS handle;
  * the bundle may be freed once vw_backbone_cuda_new returns. Threads: one
  * thread drives an executor at a time (executor.h); forward makes the
@@ -72,6 +78,9 @@ typedef struct vw_cuda_opts {
     int spin_wait;               /* 0 (default): the calling thread sleeps while the device works
                                     (an event with cudaEventBlockingSync); 1: it spins (lower
                                     latency, a core busy for the whole forward) */
+    int host_heads;              /* 0 (default): the executor offers the heads op when the
+                                    package has the heads (heads_cuda.h); 1: it does not, and
+                                    the host runs them on the rows (the CPU heads' path) */
 } vw_cuda_opts;
 
 /* Kernel classes of the forward, for vw_backbone_cuda_profile. */

@@ -274,15 +274,38 @@ vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, f
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK && p.n_out)
         st = vw_cu_gather_rows(m->x, m->d.H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
-    if (st == VW_OK && p.n_out)
-        st = VW_CUDA_TRY(err, cudaMemcpyAsync(rows, m->delta, p.n_out * m->d.H * sizeof(float),
-                                              cudaMemcpyDeviceToHost, m->stream));
     vw_cu_mark(m, VW_CUK_COUNT); /* closes the last span */
+    /* No rows wanted (the heads op follows, executor.h "Heads"): return with
+     * the device still working; the heads op queues behind the forward and
+     * waits for both. */
+    if (st != VW_OK || !rows)
+        return st;
     /* Wait for the end: the thread sleeps in a blocking-sync event (or spins,
-     * opts.spin_wait) instead of polling the stream. */
-    if (st == VW_OK)
-        st = VW_CUDA_TRY(err, cudaEventRecord(m->done, m->stream));
+     * opts.spin_wait) instead of polling the stream. Only then the copy: a
+     * copy to pageable memory returns when it is done, so queued behind the
+     * forward it would hold the thread in the driver's own wait (a spin) for
+     * the whole forward. The stream is idle by now: the copy starts at once. */
+    st = VW_CUDA_TRY(err, cudaEventRecord(m->done, m->stream));
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaEventSynchronize(m->done));
+    if (st == VW_OK && p.n_out)
+        st = VW_CUDA_TRY(err, cudaMemcpy(rows, m->delta, p.n_out * m->d.H * sizeof(float),
+                                         cudaMemcpyDeviceToHost));
     return st;
+}
+
+vw_status vw_cu_heads_op(vw_executor *ex, const vw_head_job *job, vw_err *err) {
+    const cu_model *m = (const cu_model *)ex->impl;
+    vw_status st = VW_CUDA_TRY(err, cudaSetDevice(m->opts.device));
+    if (st != VW_OK)
+        return st;
+    /* After the gather the forward is done with h (the residual stream), big
+     * (projections), core (mixer output) and mix: the heads' scratch. The
+     * rows are the gathered readouts in delta. */
+    const size_t R = m->opts.max_tokens;
+    const vw_cu_heads_scratch sc = {
+        m->h,          R * m->d.H,        m->big,      R * m->big_w, m->core,
+        R * m->core_w, (int32_t *)m->mix, R * m->mix_w};
+    const vw_cu_heads_streams ss = {m->stream, m->copy, m->uploaded, m->done};
+    return vw_cu_heads_run(m->heads, m->delta, ex->rows_left, job, &sc, &ss, err);
 }

@@ -12,6 +12,7 @@
 #define VW_BACKBONE_CUDA_IMPL_CUH
 
 #include "backbone_cuda.h"
+#include "heads_cuda.cuh"
 #include "kernels.cuh"
 
 typedef struct cu_gdn_w {
@@ -70,8 +71,11 @@ typedef struct cu_model {
     size_t wt_size;                     /* bytes per matrix element: 2 (BF16) or 4 */
 
     cudaStream_t stream;
-    cudaEvent_t done; /* recorded at the end of a forward; the caller waits on it */
-    cu_prof *prof;    /* per-class timing (vw_backbone_cuda_profile) */
+    cudaEvent_t done;     /* recorded at the end of a forward; the caller waits on it */
+    cudaStream_t copy;    /* the heads' table upload, while the forward still runs */
+    cudaEvent_t uploaded; /* recorded on copy after it; stream waits for it */
+    vw_cuda_heads *heads; /* the readout heads (NULL: the package has none, or host_heads) */
+    cu_prof *prof;        /* per-class timing (vw_backbone_cuda_profile) */
     cublasHandle_t blas;
     vw_cu_gemm gemm;
 
@@ -103,5 +107,8 @@ void vw_cu_mark(const cu_model *m, int k);
 /* backbone_cuda_fwd.cu: the executor's forward slot. */
 vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                         vw_err *err);
+/* backbone_cuda_fwd.cu: the heads slot (executor.h "Heads"), over the rows the
+ * forward gathered into delta, in buffers the forward is done with. */
+vw_status vw_cu_heads_op(vw_executor *ex, const vw_head_job *job, vw_err *err);
 
 #endif

@@ -33,7 +33,7 @@ static void narrow_destroy(vw_executor *ex) {
     free(ex);
 }
 
-static const vw_executor_ops narrow_ops = {"narrow", narrow_forward, narrow_destroy};
+static const vw_executor_ops narrow_ops = {"narrow", narrow_forward, narrow_destroy, NULL};
 
 static narrow g_narrow; /* the factory's context, inspected by the test */
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "model/executor.h"
+#include "model/head_weights.h"
 
 static const int32_t prefix[] = {1, 2, 3};
 static const int32_t block_ids[] = {4, 5};
@@ -44,4 +45,38 @@ Test(executor, forward_without_backend_is_an_error) {
     vw_err e;
     cr_assert_eq(vw_executor_forward(&ex, NULL, 0, NULL, &e), VW_EINVAL);
     vw_executor_free(NULL);
+}
+
+/* Head jobs are checked against the last forward's readouts before a backend
+ * sees them; an executor without the op refuses them, and a forward without
+ * rows. */
+Test(executor, head_jobs_are_checked) {
+    float out[16];
+    int32_t st[2] = {0, 2}, en[2] = {1, 3};
+    vw_head_cand_job c = {1, 2, 3, true, out};
+    vw_head_span_job s = {VW_SPAN_HEAD_BROAD, 2, 2, st, en, 2, out};
+    vw_head_job job = {&c, 1, &s, 1};
+    vw_err e;
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_OK);
+    cr_assert_eq(vw_head_job_validate(&job, 3, &e), VW_EINVAL); /* query 3 of 3 rows */
+    cr_assert(strstr(e.msg, "candidate problem 0"), "%s", e.msg);
+    cr_assert_str_eq(e.type, "bad_head_job");
+    c.m = 0;
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_EINVAL);
+    c.m = 2, en[1] = 1; /* start 2 > end 1 */
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_EINVAL);
+    cr_assert(strstr(e.msg, "span problem 0: label 1"), "%s", e.msg);
+    en[1] = 3, s.head = 2;
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_EINVAL);
+    s.head = VW_SPAN_HEAD_ROUTER, s.n_labels = 0;
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_EINVAL);
+    s.n_labels = 2, s.n_words = 3; /* words 2..4 of 4 rows */
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_EINVAL);
+    s.n_words = 0, s.z = NULL; /* no words: no output needed */
+    cr_assert_eq(vw_head_job_validate(&job, 4, &e), VW_OK);
+    static const vw_executor_ops plain = {"plain", NULL, NULL, NULL};
+    vw_executor ex = {.ops = &plain, .vocab = 6};
+    cr_assert(!vw_executor_has_heads(&ex));
+    cr_assert_eq(vw_executor_heads(&ex, &job, &e), VW_EUNSUPPORTED);
+    cr_assert_str_eq(e.type, "no_heads");
 }

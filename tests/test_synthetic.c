@@ -1,9 +1,10 @@
 /* test_synthetic.c — the bench/test executors (core/model/synthetic.h) and the
  * random-bundle writer (core/model/random_bundle.h): specs parse or are refused
  * by name, instant rows are deterministic with unit RMS, sim holds the caller
- * for its modelled time (the FLOP count checked by hand), and a `ceiling`
- * bundle written here opens in the engine and answers the golden request; the
- * writer replaces only packages it wrote. */
+ * for its modelled time (the FLOP count checked by hand), their heads op gives
+ * synthetic logits that depend only on a problem's own readouts, and a
+ * `ceiling` bundle written here opens in the engine and answers the golden
+ * request; the writer replaces only packages it wrote. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "model/head_weights.h"
 #include "model/random_bundle.h"
 #include "model/synthetic.h"
 #include "vw_test.h"
@@ -214,4 +216,47 @@ Test(synthetic, random_bundle_replaces_only_its_own_packages) {
     cr_assert_eq(system(cmd), 0);
     free(notes);
     free(tmpl);
+}
+
+/* The heads op: logits in [-4, 4), the same for a problem alone or behind
+ * another tree, from a forward that returned no rows. */
+Test(synthetic, instant_heads_are_batch_independent) {
+    char *dir = ceiling_bundle();
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
+    vw_synthetic_opts inst = {0};
+    vw_executor *ex = NULL;
+    cr_assert_eq(vw_synthetic_new(b, &inst, &ex, &err), VW_OK);
+    cr_assert(vw_executor_has_heads(ex));
+    int32_t prefix[6] = {5, 6, 7, 8, 9, 10}, pro[5] = {0, 1, 2, 3, 5};
+    vw_tree t = {prefix, 6, pro, 5, NULL, 0};
+    cr_assert_eq(vw_executor_forward(ex, &t, 1, NULL, &err), VW_OK, "%s", err.msg);
+    float c1[2], z1[6], c2[2], z2[6];
+    int32_t st[2] = {2, 3}, en[2] = {2, 4};
+    vw_head_cand_job c = {0, 2, 4, false, c1};
+    vw_head_span_job s = {VW_SPAN_HEAD_ROUTER, 1, 3, st, en, 2, z1};
+    vw_head_job job = {&c, 1, &s, 1};
+    cr_assert_eq(vw_executor_heads(ex, &job, &err), VW_OK, "%s", err.msg);
+    for (int i = 0; i < 6; i++)
+        cr_assert(z1[i] >= -4.0f && z1[i] < 4.0f && (i >= 2 || (c1[i] >= -4 && c1[i] < 4)));
+    cr_assert(c1[0] != c1[1] && z1[0] != z1[1], "logits vary with the rows");
+    /* Behind another tree: the same problem, its rows one further. */
+    int32_t other[3] = {9, 10, 11}, other_ro[1] = {2};
+    vw_tree two[2] = {{other, 3, other_ro, 1, NULL, 0}, t};
+    cr_assert_eq(vw_executor_forward(ex, two, 2, NULL, &err), VW_OK);
+    int32_t st2[2] = {3, 4}, en2[2] = {3, 5};
+    vw_head_cand_job c_b = {1, 2, 5, false, c2};
+    vw_head_span_job s_b = {VW_SPAN_HEAD_ROUTER, 2, 3, st2, en2, 2, z2};
+    vw_head_job job2 = {&c_b, 1, &s_b, 1};
+    cr_assert_eq(vw_executor_heads(ex, &job2, &err), VW_OK, "%s", err.msg);
+    cr_assert(!memcmp(c1, c2, sizeof c1) && !memcmp(z1, z2, sizeof z1), "batch-independent");
+    /* Rows past the last forward's 6 readouts are refused. */
+    c_b.query = 6;
+    cr_assert_eq(vw_executor_heads(ex, &job2, &err), VW_EINVAL);
+    vw_executor_free(ex);
+    vw_bundle_free(b);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }

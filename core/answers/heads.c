@@ -5,112 +5,12 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- tensor lookup ---------------------------------------------------------- */
-
-/* Fetches prefix+name and checks its shape against want[0..ndim) (-1 = any, then
- * reported back through want). */
-static vw_status fetch(vw_tensor_lookup lookup, void *ctx, const char *prefix, const char *name,
-                       size_t ndim, int64_t *want, const float **data, vw_err *err) {
-    char full[160];
-    snprintf(full, sizeof full, "%s%s", prefix, name);
-    vw_tensor_view v;
-    memset(&v, 0, sizeof v);
-    vw_status st = lookup(ctx, full, &v, err);
-    if (st != VW_OK)
-        return st;
-    bool ok = v.ndim == ndim && v.data != NULL;
-    for (size_t i = 0; ok && i < ndim; i++) {
-        if (want[i] < 0)
-            want[i] = v.shape[i];
-        ok = v.shape[i] == want[i] && v.shape[i] > 0;
-    }
-    if (!ok)
-        return VW_FAIL(err, VW_EINVAL, "bad_head_tensor",
-                       "%s: rank %zu shape [%lld, %lld] does not match the expected rank %zu "
-                       "[%lld, %lld]",
-                       full, v.ndim, (long long)(v.ndim > 0 ? v.shape[0] : 0),
-                       (long long)(v.ndim > 1 ? v.shape[1] : 0), ndim,
-                       (long long)(ndim > 0 ? want[0] : 0), (long long)(ndim > 1 ? want[1] : 0));
-    *data = v.data;
-    return VW_OK;
-}
-
-/* `set_bias` is 0-d in the reference fixture; a [1] tensor broadcasts the same (§1.1). */
-static vw_status fetch_scalar(vw_tensor_lookup lookup, void *ctx, const char *name, float *out,
-                              vw_err *err) {
-    vw_tensor_view v;
-    memset(&v, 0, sizeof v);
-    vw_status st = lookup(ctx, name, &v, err);
-    if (st != VW_OK)
-        return st;
-    if (!v.data || !(v.ndim == 0 || (v.ndim == 1 && v.shape[0] == 1)))
-        return VW_FAIL(err, VW_EINVAL, "bad_head_tensor",
-                       "%s: expected a scalar or [1], got rank %zu", name, v.ndim);
-    *out = v.data[0];
-    return VW_OK;
-}
-
-vw_status vw_cand_head_init(vw_cand_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
-                            vw_err *err) {
-    memset(h, 0, sizeof *h);
-    int64_t H[1] = {-1}, dh[2] = {-1, -1};
-    vw_status st;
-    if ((st = fetch(lookup, ctx, prefix, "candidate_norm.weight", 1, H, &h->cand_ln_w, err)))
-        return st;
-    dh[1] = H[0];
-    int64_t vec_h[1] = {H[0]};
-    if ((st = fetch(lookup, ctx, prefix, "key.weight", 2, dh, &h->key, err)))
-        return st;
-    int64_t vec_d[1] = {dh[0]}, row_d[2] = {1, dh[0]};
-    if ((st = fetch(lookup, ctx, prefix, "candidate_norm.bias", 1, vec_h, &h->cand_ln_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "query_norm.weight", 1, vec_h, &h->query_ln_w, err)) ||
-        (st = fetch(lookup, ctx, prefix, "query_norm.bias", 1, vec_h, &h->query_ln_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "query.weight", 2, dh, &h->query, err)) ||
-        (st = fetch(lookup, ctx, prefix, "candidate_mlp.weight", 2, dh, &h->cmlp_w, err)) ||
-        (st = fetch(lookup, ctx, prefix, "candidate_mlp.bias", 1, vec_d, &h->cmlp_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "query_mlp.weight", 2, dh, &h->qmlp_w, err)) ||
-        (st = fetch(lookup, ctx, prefix, "scalar.weight", 2, row_d, &h->scalar, err)) ||
-        (st = fetch_scalar(lookup, ctx, "set_bias", &h->set_bias, err)))
-        return st;
-    h->hidden = (size_t)H[0];
-    h->d = (size_t)dh[0];
-    return VW_OK;
-}
-
-vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
-                            vw_err *err) {
-    memset(h, 0, sizeof *h);
-    int64_t H[1] = {-1}, dh[2] = {-1, -1}, sh[2] = {-1, -1};
-    vw_status st;
-    if ((st = fetch(lookup, ctx, prefix, "wn.weight", 1, H, &h->wn_w, err)))
-        return st;
-    dh[1] = sh[1] = H[0];
-    if ((st = fetch(lookup, ctx, prefix, "K.weight", 2, dh, &h->k, err)) ||
-        (st = fetch(lookup, ctx, prefix, "slot.weight", 2, sh, &h->slot, err)))
-        return st;
-    int64_t vec_h[1] = {H[0]}, vec_d[1] = {dh[0]}, row_d[2] = {1, dh[0]};
-    if ((st = fetch(lookup, ctx, prefix, "wn.bias", 1, vec_h, &h->wn_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "ln.weight", 1, vec_h, &h->ln_w, err)) ||
-        (st = fetch(lookup, ctx, prefix, "ln.bias", 1, vec_h, &h->ln_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "Q.weight", 2, dh, &h->q, err)) ||
-        (st = fetch(lookup, ctx, prefix, "N.weight", 2, dh, &h->n, err)) ||
-        (st = fetch(lookup, ctx, prefix, "M.weight", 2, dh, &h->m_w, err)) ||
-        (st = fetch(lookup, ctx, prefix, "M.bias", 1, vec_d, &h->m_b, err)) ||
-        (st = fetch(lookup, ctx, prefix, "v.weight", 2, row_d, &h->v, err)))
-        return st;
-    h->hidden = (size_t)H[0];
-    h->d = (size_t)dh[0];
-    h->slots = (size_t)sh[0];
-    return VW_OK;
-}
-
 /* ---- FP32 building blocks ------------------------------------------------------ */
 
-/* y[r] = (x[r] - mean) / sqrt(var + 1e-5) * w + b per row; biased variance.
+/* y[r] = (x[r] - mean) / sqrt(var + eps) * w + b per row (VW_HEAD_LN_EPS); biased variance.
  * Statistics in float64 (PyTorch accumulates above FP32 too; agreement ~1e-7). */
 static void layer_norm(const float *x, size_t rows, size_t h, const float *w, const float *b,
                        float *y) {
@@ -123,7 +23,7 @@ static void layer_norm(const float *x, size_t rows, size_t h, const float *w, co
         for (size_t i = 0; i < h; i++)
             var += ((double)xr[i] - mean) * ((double)xr[i] - mean);
         var /= (double)h;
-        float rstd = (float)(1.0 / sqrt(var + 1e-5));
+        float rstd = (float)(1.0 / sqrt(var + VW_HEAD_LN_EPS));
         for (size_t i = 0; i < h; i++)
             y[r * h + i] = ((xr[i] - (float)mean) * rstd) * w[i] + b[i];
     }
@@ -208,7 +108,7 @@ vw_status vw_cand_head_logits_batch(const vw_cand_head *h, const vw_cand_problem
     project(q, rows + n, n, H, h->query, d, qq);  /* (n,d) Q q */
     project(q, rows + n, n, H, h->qmlp_w, d, mq); /* (n,d) Mq q */
     free(rows);
-    float scale = (float)(1.0 / sqrt((double)d));
+    float scale = vw_head_scale(d);
     for (size_t k = 0, r = 0; k < n; r += p[k].m, k++)
         for (size_t i = 0; i < p[k].m; i++) {
             float *mci = mc + (r + i) * d;
@@ -293,7 +193,7 @@ vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem
             centre_rows(xk, nw, H, acc); /* over this block's (or window's) words */
         layer_norm(p[k].labels, nl, H, h->ln_w, h->ln_b, ak);
         for (size_t l = 0; l < nl; l++) {
-            const float *slot = h->slot + (l < h->slots ? l : h->slots - 1) * H;
+            const float *slot = h->slot + vw_span_slot(l, h->slots) * H;
             for (size_t i = 0; i < H; i++)
                 ak[l * H + i] += slot[i];
         }
@@ -309,7 +209,7 @@ vw_status vw_span_head_logits_batch(const vw_span_head *h, const vw_span_problem
         for (size_t t = 0; t < d; t++)
             mx[w * d + t] += h->m_b[t];
     /* z = kx . qa^T / sqrt(d), then + the MLP term per pair, problem by problem. */
-    float scale = (float)(1.0 / sqrt((double)d));
+    float scale = vw_head_scale(d);
     for (size_t k = 0, w0 = 0, l0 = 0; k < n; w0 += p[k].n_words, l0 += p[k].n_labels, k++) {
         size_t nw = p[k].n_words, nl = p[k].n_labels;
         if (!nw)

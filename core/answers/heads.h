@@ -10,7 +10,9 @@
  *   x_w = LN_word(X_w) - mean_w;  a_l = LN_label(A_l) + slot[min(l, S-1)] (- mean_l if L >= 2)
  *   Z[w,l] = <K x_w, Q a_l> / sqrt(d) + v . GELU(M x_w + b_M + N a_l).
  * LayerNorm eps 1e-5 (biased variance); GELU is the exact erf form. Projections
- * run through OpenBLAS (cblas_sgemm).
+ * run through OpenBLAS (cblas_sgemm). The weights' names, shapes and loading
+ * (vw_cand_head_init, vw_span_head_init) are core/model/head_weights.h's, which
+ * the device heads (cuda/heads.cu) share: these functions are their oracle.
  *
  * Ownership: vw_cand_head / vw_span_head BORROW their weight pointers (from the
  * bundle, through the lookup callback); the weights must outlive the head. The
@@ -29,59 +31,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/head_weights.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A borrowed FP32 tensor: row-major, ndim <= 4 (0 = scalar). */
-typedef struct vw_tensor_view {
-    const float *data;
-    size_t ndim;
-    int64_t shape[4];
-} vw_tensor_view;
-
-/* Looks a tensor up by its package name ("head.key.weight"). Returns VW_OK and
- * fills *out, or VW_EINVAL when the name is absent (err names it). The bundle
- * adapter casts stored dtypes to FP32 before handing them out. */
-typedef vw_status (*vw_tensor_lookup)(void *ctx, const char *name, vw_tensor_view *out,
-                                      vw_err *err);
-
-typedef struct vw_cand_head {
-    size_t hidden, d;
-    const float *cand_ln_w, *cand_ln_b;   /* [H] candidate_norm */
-    const float *query_ln_w, *query_ln_b; /* [H] query_norm */
-    const float *key;                     /* [d, H] */
-    const float *query;                   /* [d, H] */
-    const float *cmlp_w;                  /* [d, H] candidate_mlp.weight */
-    const float *cmlp_b;                  /* [d]    candidate_mlp.bias */
-    const float *qmlp_w;                  /* [d, H] query_mlp.weight */
-    const float *scalar;                  /* [d]    scalar.weight ([1, d]) */
-    float set_bias;                       /* `set_bias` ([] or [1]) */
-} vw_cand_head;
-
-typedef struct vw_span_head {
-    size_t hidden, d, slots;
-    const float *wn_w, *wn_b; /* [H] word LayerNorm */
-    const float *ln_w, *ln_b; /* [H] label LayerNorm */
-    const float *slot;        /* [S, H] */
-    const float *k, *q, *n;   /* [d, H] K, Q, N */
-    const float *m_w, *m_b;   /* [d, H], [d] M */
-    const float *v;           /* [d] v.weight ([1, d]) */
-} vw_span_head;
-
-/* Fills *h from `<prefix>candidate_norm.weight` ... `<prefix>scalar.weight` (prefix
- * "head." in decoder packages) and the top-level `set_bias` tensor. hidden and d
- * are read from the shapes and cross-checked. */
-vw_status vw_cand_head_init(vw_cand_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
-                            vw_err *err);
-
-/* Fills *h from `<prefix>wn.weight` ... `<prefix>v.weight` ("span2." router,
- * "span_broad." broad); d from K.weight, S from slot.weight. The shipped `o`
- * readout is never read. */
-vw_status vw_span_head_init(vw_span_head *h, vw_tensor_lookup lookup, void *ctx, const char *prefix,
-                            vw_err *err);
 
 /* logits[i] for option endpoint rows cands [m, H] and the query row [H]; adds
  * set_bias (in FP32) when is_set. m >= 1. */

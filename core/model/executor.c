@@ -1,6 +1,8 @@
 /* executor.c — backend-independent helpers of the executor seam (see executor.h). */
 #include "executor.h"
 
+#include "head_weights.h"
+
 size_t vw_trees_readout_count(const vw_tree *trees, size_t n_trees) {
     size_t n = 0;
     for (size_t t = 0; t < n_trees; t++) {
@@ -69,7 +71,14 @@ vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_tr
         return st;
     if (!n_trees)
         return VW_FAIL(err, VW_EINVAL, "bad_tree", "empty batch of trees");
-    return ex->ops->forward(ex, trees, n_trees, rows, err);
+    if (!rows && !ex->ops->heads)
+        return VW_FAIL(err, VW_EINVAL, "bad_argument",
+                       "executor %s returns rows: a forward needs a buffer", ex->ops->name);
+    ex->rows_left = 0;
+    st = ex->ops->forward(ex, trees, n_trees, rows, err);
+    if (st == VW_OK)
+        ex->rows_left = vw_trees_readout_count(trees, n_trees);
+    return st;
 }
 
 void vw_executor_free(vw_executor *ex) {
@@ -82,4 +91,53 @@ bool vw_executor_cancelled(const vw_executor *ex, vw_err *err) {
         return false;
     VW_FAIL(err, VW_ETRANSIENT, "cancelled", "the forward was cancelled (shutting down)");
     return true;
+}
+
+bool vw_executor_has_heads(const vw_executor *ex) {
+    return ex && ex->ops && ex->ops->heads;
+}
+
+/* Whether [a, a + n) lies inside [0, rows). */
+static bool rows_in(int64_t a, int64_t n, size_t rows) {
+    return a >= 0 && n >= 0 && a + n <= (int64_t)rows;
+}
+
+vw_status vw_head_job_validate(const vw_head_job *job, size_t n_rows, vw_err *err) {
+    for (size_t k = 0; k < job->n_cand; k++) {
+        const vw_head_cand_job *c = &job->cand[k];
+        if (c->m < 1 || !rows_in(c->row, c->m, n_rows) || !rows_in(c->query, 1, n_rows) ||
+            !c->logits)
+            return VW_FAIL(err, VW_EINVAL, "bad_head_job",
+                           "candidate problem %zu: rows [%d, +%d), query %d outside the %zu "
+                           "readouts (or no output)",
+                           k, (int)c->row, (int)c->m, (int)c->query, n_rows);
+    }
+    for (size_t k = 0; k < job->n_span; k++) {
+        const vw_head_span_job *s = &job->span[k];
+        if (s->head != VW_SPAN_HEAD_ROUTER && s->head != VW_SPAN_HEAD_BROAD)
+            return VW_FAIL(err, VW_EINVAL, "bad_head_job", "span problem %zu: head %d", k,
+                           (int)s->head);
+        if (s->n_labels < 1 || !rows_in(s->words, s->n_words, n_rows) || (s->n_words && !s->z) ||
+            !s->starts || !s->ends)
+            return VW_FAIL(err, VW_EINVAL, "bad_head_job",
+                           "span problem %zu: words [%d, +%d) of %zu readouts, %d labels", k,
+                           (int)s->words, (int)s->n_words, n_rows, (int)s->n_labels);
+        for (int32_t l = 0; l < s->n_labels; l++)
+            if (s->starts[l] > s->ends[l] ||
+                !rows_in(s->starts[l], (int64_t)s->ends[l] - s->starts[l] + 1, n_rows))
+                return VW_FAIL(err, VW_EINVAL, "bad_head_job",
+                               "span problem %zu: label %d rows [%d, %d] outside the %zu readouts",
+                               k, (int)l, (int)s->starts[l], (int)s->ends[l], n_rows);
+    }
+    return VW_OK;
+}
+
+vw_status vw_executor_heads(vw_executor *ex, const vw_head_job *job, vw_err *err) {
+    if (!vw_executor_has_heads(ex))
+        return VW_FAIL(err, VW_EUNSUPPORTED, "no_heads", "executor %s does not run the heads",
+                       ex && ex->ops ? ex->ops->name : "(none)");
+    vw_status st = vw_head_job_validate(job, ex->rows_left, err);
+    if (st != VW_OK || (!job->n_cand && !job->n_span))
+        return st;
+    return ex->ops->heads(ex, job, err);
 }

@@ -15,6 +15,18 @@
  * The CPU backend (backbone_cpu.c) is the reference; the CUDA backend
  * (cuda/) implements the same table and is tested against it.
  *
+ * Heads (optional op): a backend that holds the readout heads' weights
+ * (head_weights.h) may offer `heads`: right after a forward, on the same
+ * thread, it computes CandidateHead and SpanHeadV2 from the rows that forward
+ * left where it ran and returns only their logits (per candidate problem m
+ * floats, per span problem words x labels), as core/answers/heads.h's
+ * functions would from the same rows; a problem's logits do not depend on the
+ * other problems of the job. A forward may then pass rows = NULL: nothing is
+ * copied back, and the backend may return before its device finishes (the
+ * heads call waits, and a device fault of the forward may surface there). The
+ * CPU backend offers no heads op (its rows are already on the host, and
+ * core/answers/heads.c is the oracle).
+ *
  * Ownership: trees and their arrays are borrowed for the call. The executor owns
  * its weights/arena; vw_executor_free releases them. Thread-safety: one
  * executor is driven by one thread at a time.
@@ -52,6 +64,33 @@ typedef struct vw_tree {
     size_t n_blocks;
 } vw_tree;
 
+/* One CandidateHead problem of a head job: option rows [row, row + m) and the
+ * query row of the last forward's readout order (above). */
+typedef struct vw_head_cand_job {
+    int32_t row, m; /* m >= 1 */
+    int32_t query;
+    bool is_set;   /* adds set_bias */
+    float *logits; /* [m] out, host memory */
+} vw_head_cand_job;
+
+/* One SpanHeadV2 problem: word rows [words, words + n_words) and one label
+ * vector per label, the mean of the closed row range [starts[l], ends[l]]. */
+typedef struct vw_head_span_job {
+    int32_t head;                 /* VW_SPAN_HEAD_ROUTER or VW_SPAN_HEAD_BROAD (head_weights.h) */
+    int32_t words, n_words;       /* n_words may be 0 (nothing written) */
+    const int32_t *starts, *ends; /* [n_labels] readout rows, closed ranges */
+    int32_t n_labels;             /* >= 1 */
+    float *z;                     /* [n_words x n_labels] out, row-major, host memory */
+} vw_head_span_job;
+
+/* The heads' problems over one forward's rows; arrays borrowed for the call. */
+typedef struct vw_head_job {
+    const vw_head_cand_job *cand;
+    size_t n_cand;
+    const vw_head_span_job *span;
+    size_t n_span;
+} vw_head_job;
+
 typedef struct vw_executor vw_executor;
 
 /* The backend table. Slots marked (optional) may be NULL. */
@@ -60,6 +99,9 @@ typedef struct vw_executor_ops {
     vw_status (*forward)(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                          vw_err *err);
     void (*destroy)(vw_executor *ex);
+    /* (optional) The heads over the last forward's rows (see above); the job
+     * was checked by vw_executor_heads. */
+    vw_status (*heads)(vw_executor *ex, const vw_head_job *job, vw_err *err);
 } vw_executor_ops;
 
 struct vw_executor {
@@ -73,6 +115,9 @@ struct vw_executor {
      * from the driving thread; it must be cheap. */
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
+    /* Readout rows the last successful forward left (0 after a failed one):
+     * what a head job may index. Set by vw_executor_forward. */
+    size_t rows_left;
 };
 
 /* Total number of readout rows of a batch of trees. */
@@ -85,9 +130,25 @@ size_t vw_tree_tokens(const vw_tree *t);
  * (and refuses an empty batch) before a backend's forward runs. */
 vw_status vw_trees_validate(const vw_tree *trees, size_t n_trees, int32_t vocab, vw_err *err);
 
-/* rows: [vw_trees_readout_count(trees, n_trees) x ex->hidden] floats, caller-owned. */
+/* rows: [vw_trees_readout_count(trees, n_trees) x ex->hidden] floats, caller-owned;
+ * NULL only when the executor offers heads (vw_executor_has_heads). */
 vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                               vw_err *err);
+
+/* Whether ex offers the heads op. */
+bool vw_executor_has_heads(const vw_executor *ex);
+
+/* Checks a head job against the last forward (rows and ranges inside its
+ * readouts, m >= 1, n_labels >= 1, a known span head, outputs given):
+ * VW_EINVAL "bad_head_job" naming the first offending problem. */
+vw_status vw_head_job_validate(const vw_head_job *job, size_t n_rows, vw_err *err);
+
+/* The heads over the last forward's rows (see "Heads" above): checks the job
+ * (vw_head_job_validate) and runs it. VW_EUNSUPPORTED when ex offers no heads
+ * op; VW_ETRANSIENT when the job does not fit the backend's scratch (split the
+ * batch); other errors are the backend's. On failure the outputs are
+ * unspecified. */
+vw_status vw_executor_heads(vw_executor *ex, const vw_head_job *job, vw_err *err);
 
 /* Whether the owner asked ex to stop (ex->cancelled); fills err when so. */
 bool vw_executor_cancelled(const vw_executor *ex, vw_err *err);

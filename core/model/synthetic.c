@@ -18,7 +18,9 @@ typedef struct synth {
     vw_qwen35_config c;        /* the bundle's: hidden size, vocabulary */
     vw_qwen35_config modelled; /* sim: the backbone whose FLOPs are waited for */
     size_t hidden;
-    float *table; /* [N_VECTORS, hidden], unit RMS each */
+    float *table;   /* [N_VECTORS, hidden], unit RMS each */
+    uint64_t *keys; /* [cap_keys] the last forward's readouts (what the heads op reads) */
+    size_t cap_keys;
 } synth;
 
 static uint64_t mix(uint64_t x) { /* splitmix64's finaliser */
@@ -58,18 +60,28 @@ double vw_synthetic_seconds(const vw_synthetic_opts *o, const vw_qwen35_config *
     return o->call_us * 1e-6 + flops / (o->tflops * 1e12) + tokens * o->token_ns * 1e-9;
 }
 
-/* Copies the row of (token, position, the readout's index in its tree) into out. */
-static void row(const synth *s, int32_t token, size_t pos, size_t index, float *out) {
+/* The readout (token, position, its index in its tree) -> its key; the row
+ * is table row key % N_VECTORS, copied into out when there is one. */
+static uint64_t row(const synth *s, int32_t token, size_t pos, size_t index, float *out) {
     uint64_t h = mix(((uint64_t)(uint32_t)token << 32) ^ ((uint64_t)pos << 12) ^ index);
-    memcpy(out, s->table + (h % N_VECTORS) * s->hidden, s->hidden * sizeof *out);
+    if (out)
+        memcpy(out, s->table + (h % N_VECTORS) * s->hidden, s->hidden * sizeof *out);
+    return h;
 }
 
 static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                                vw_err *err) {
-    (void)err;
-    const synth *s = ex->impl;
+    synth *s = ex->impl;
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    size_t n_rows = vw_trees_readout_count(trees, n_trees);
+    if (n_rows > s->cap_keys) {
+        uint64_t *k = realloc(s->keys, n_rows * sizeof *k);
+        if (!k)
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "synthetic readout keys");
+        s->keys = k;
+        s->cap_keys = n_rows;
+    }
     /* k counts the call's rows, r a tree's own: a tree's rows do not depend
      * on the batch it came in (as a real backbone's do not). */
     size_t k = 0;
@@ -78,13 +90,14 @@ static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_t
         size_t r = 0;
         for (size_t i = 0; i < tr->n_prefix_readouts; i++, k++, r++) {
             size_t pos = (size_t)tr->prefix_readouts[i];
-            row(s, tr->prefix[pos], pos, r, rows + k * s->hidden);
+            s->keys[k] = row(s, tr->prefix[pos], pos, r, rows ? rows + k * s->hidden : NULL);
         }
         for (size_t b = 0; b < tr->n_blocks; b++) {
             const vw_block *bl = &tr->blocks[b];
             for (size_t i = 0; i < bl->n_readouts; i++, k++, r++) {
                 size_t j = (size_t)bl->readouts[i];
-                row(s, bl->ids[j], tr->n_prefix + j, r, rows + k * s->hidden);
+                s->keys[k] =
+                    row(s, bl->ids[j], tr->n_prefix + j, r, rows ? rows + k * s->hidden : NULL);
             }
         }
     }
@@ -102,16 +115,45 @@ static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_t
     return VW_OK;
 }
 
+/* A synthetic logit in [-4, 4) from the keys of the rows a head would read. */
+static float synth_logit(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t h = mix(a ^ mix(b + 0x9e3779b97f4a7c15ull) ^ mix(c * 0xbf58476d1ce4e5b9ull + 1));
+    return (float)((double)(h >> 11) / 9007199254740992.0 * 8.0 - 4.0);
+}
+
+/* The heads op: synthetic logits from the rows' keys, so a question's logits
+ * depend only on its own readouts (as real heads' do) and no head math runs. */
+static vw_status synth_heads(vw_executor *ex, const vw_head_job *job, vw_err *err) {
+    (void)err;
+    const synth *s = ex->impl;
+    for (size_t k = 0; k < job->n_cand; k++) {
+        const vw_head_cand_job *c = &job->cand[k];
+        for (int32_t i = 0; i < c->m; i++)
+            c->logits[i] = synth_logit(s->keys[c->row + i], s->keys[c->query], c->is_set);
+    }
+    for (size_t k = 0; k < job->n_span; k++) {
+        const vw_head_span_job *sp = &job->span[k];
+        for (int32_t w = 0; w < sp->n_words; w++)
+            for (int32_t l = 0; l < sp->n_labels; l++)
+                sp->z[(size_t)w * (size_t)sp->n_labels + (size_t)l] =
+                    synth_logit(s->keys[sp->words + w], s->keys[sp->starts[l]],
+                                s->keys[sp->ends[l]] + (uint64_t)sp->head);
+    }
+    return VW_OK;
+}
+
 static void synth_destroy(vw_executor *ex) {
     synth *s = ex->impl;
-    if (s)
+    if (s) {
         free(s->table);
+        free(s->keys);
+    }
     free(s);
     free(ex);
 }
 
-static const vw_executor_ops instant_ops = {"instant", synth_forward, synth_destroy};
-static const vw_executor_ops sim_ops = {"sim", synth_forward, synth_destroy};
+static const vw_executor_ops instant_ops = {"instant", synth_forward, synth_destroy, synth_heads};
+static const vw_executor_ops sim_ops = {"sim", synth_forward, synth_destroy, synth_heads};
 
 vw_status vw_synthetic_new(const vw_bundle *b, const vw_synthetic_opts *o, vw_executor **out,
                            vw_err *err) {

@@ -14,6 +14,13 @@
  *            thread is held (a blocking wait) as a real device call holds it,
  *            so a caller that overlaps host work with execution shows it.
  *
+ * Both offer the heads op (executor.h "Heads") with synthetic logits: each a
+ * deterministic function of the keys (token, position, index) of the readouts
+ * the problem names, uniform in [-4, 4), so bench/ceiling.sh measures the host
+ * work that is left when a device runs the heads (docs/performance.md "Host
+ * ceiling"), and a question's logits do not depend on its batch. A forward
+ * given rows = NULL writes no rows.
+ *
  * Model FLOPs of a tree (vw_qwen35_tree_flops): every projection GEMM,
  * 2·N·K per token, plus 4·head_dim per query-key pair and query head in each
  * attention layer (bench/bench_gpu.c reports TFLOP/s with the same count);
