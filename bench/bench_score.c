@@ -52,7 +52,7 @@ static void timed_destroy(vw_executor *ex) {
     free(ex);
 }
 
-static const vw_executor_ops TIMED_OPS = {"cpu", timed_forward, timed_destroy};
+static const vw_executor_ops TIMED_OPS = {"cpu", timed_forward, timed_destroy, NULL};
 
 /* ctx: a synthetic executor's options (--executor), or NULL for the CPU backbone. */
 static vw_status make_timed(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {

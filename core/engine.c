@@ -39,10 +39,9 @@ struct vw_engine {
     vw_renderer *rend;
     vw_cal *cal;
     vw_executor *ex;
-    vw_readout_heads heads; /* the heads (FP32 copies in tensors) and calibration */
-    atomic_bool cancel;     /* vw_engine_cancel: the executor stops between trees */
-    vw_tensor_f32 *tensors; /* FP32 head weights the heads point into */
-    size_t n_tensors, cap_tensors;
+    vw_readout_heads heads;  /* the heads (FP32 copies in tensors) and calibration */
+    atomic_bool cancel;      /* vw_engine_cancel: the executor stops between trees */
+    vw_head_tensors tensors; /* FP32 head weights the heads point into */
     char model[256];
 };
 
@@ -54,30 +53,6 @@ static bool engine_cancelled(void *ctx) {
 
 void vw_engine_cancel(vw_engine *e) {
     atomic_store(&e->cancel, true);
-}
-
-/* vw_tensor_lookup over the bundle: keeps every FP32 copy alive in the engine. */
-static vw_status lookup_tensor(void *ctx, const char *name, vw_tensor_view *out, vw_err *err) {
-    vw_engine *e = ctx;
-    if (e->n_tensors == e->cap_tensors) {
-        size_t cap = e->cap_tensors ? 2 * e->cap_tensors : 32;
-        vw_tensor_f32 *t = realloc(e->tensors, cap * sizeof *t);
-        if (!t)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "head tensor table");
-        e->tensors = t;
-        e->cap_tensors = cap;
-    }
-    vw_tensor_f32 *t = &e->tensors[e->n_tensors];
-    vw_status st = vw_bundle_tensor_f32(e->bundle, name, t, err);
-    if (st != VW_OK)
-        return st;
-    e->n_tensors++;
-    memset(out, 0, sizeof *out);
-    out->data = t->data;
-    out->ndim = (size_t)t->ndim;
-    for (int i = 0; i < t->ndim && i < 4; i++)
-        out->shape[i] = t->shape[i];
-    return VW_OK;
 }
 
 /* Admission's configuration from the bundle's verified config.json and
@@ -128,14 +103,18 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
         st = vw_renderer_new(e->acfg, vw_encoder_tok(e->tok), &e->rend, err);
     if (st == VW_OK)
         st = vw_cal_from_json(vw_bundle_calibration(e->bundle), &e->cal, err);
+    e->tensors.bundle = e->bundle;
     if (st == VW_OK)
-        st = vw_cand_head_init(&e->heads.cand, lookup_tensor, e, "head.", err);
+        st = vw_cand_head_init(&e->heads.cand, vw_head_tensors_lookup, &e->tensors,
+                               VW_HEAD_CAND_PREFIX, err);
     if (st == VW_OK)
-        st = vw_span_head_init(&e->heads.router, lookup_tensor, e, "span2.", err);
+        st = vw_span_head_init(&e->heads.router, vw_head_tensors_lookup, &e->tensors,
+                               VW_HEAD_ROUTER_PREFIX, err);
     /* Decision 3: a broad head needs the file and a non-empty calibration block. */
     e->heads.has_broad = st == VW_OK && e->acfg->broad && vw_bundle_has_broad_head(e->bundle);
     if (e->heads.has_broad)
-        st = vw_span_head_init(&e->heads.broad, lookup_tensor, e, "span_broad.", err);
+        st = vw_span_head_init(&e->heads.broad, vw_head_tensors_lookup, &e->tensors,
+                               VW_HEAD_BROAD_PREFIX, err);
     if (st == VW_OK) {
         int nc = opts ? opts->noul_calibration : -1;
         e->heads.noul_calibration = nc < 0 ? vw_cal_noul_default(e->cal) : nc != 0;
@@ -219,9 +198,7 @@ void vw_engine_free(vw_engine *e) {
         return;
     row_pool_free(e->rows);
     vw_executor_free(e->ex);
-    for (size_t i = 0; i < e->n_tensors; i++)
-        vw_tensor_f32_free(&e->tensors[i]);
-    free(e->tensors);
+    vw_head_tensors_free(&e->tensors);
     vw_cal_free(e->cal);
     vw_renderer_free(e->rend);
     vw_admit_cfg_free(e->acfg);
@@ -267,11 +244,22 @@ struct vw_engine_batch {
     size_t rows_cap; /* floats */
     vw_status *st;   /* [n] each plan's outcome so far */
     vw_err *errs;    /* [n] */
+    /* Heads on the executor (vw_executor_has_heads): no rows come back; the
+     * heads' problems over the batch's rows, made once by the first forward's
+     * caller, and each plan's outputs, which finish answers from. */
+    bool device_heads, jobs_built;
+    vw_head_jobs jobs;
+    vw_readout_z **z; /* [n] */
 };
 
 void vw_engine_batch_free(vw_engine_batch *b) {
     if (!b)
         return;
+    vw_head_jobs_free(&b->jobs);
+    for (size_t i = 0; b->z && i < b->n; i++) /* outputs finish did not take */
+        if (b->z[i])
+            vw_readout_z_free(b->z[i], b->plans[i]->req->n);
+    free(b->z);
     for (size_t i = 0; b->x && i < b->n; i++)
         vw_plan_exec_free(&b->x[i]);
     free(b->plans);
@@ -299,8 +287,11 @@ vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw
         b->tree0 = calloc(m, sizeof *b->tree0);
         b->st = calloc(m, sizeof *b->st);
         b->errs = calloc(m, sizeof *b->errs);
+        b->device_heads = vw_executor_has_heads(e->ex);
+        b->z = b->device_heads ? calloc(m, sizeof *b->z) : NULL;
     }
-    if (!b || !b->plans || !b->x || !b->base || !b->tree0 || !b->st || !b->errs) {
+    if (!b || !b->plans || !b->x || !b->base || !b->tree0 || !b->st || !b->errs ||
+        (b->device_heads && !b->z)) {
         vw_engine_batch_free(b);
         return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch");
     }
@@ -316,8 +307,9 @@ vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw
     }
     if (b->n_trees) {
         b->trees = malloc(b->n_trees * sizeof *b->trees);
-        b->rows = rows_get(e->rows, (b->n_rows ? b->n_rows : 1) * e->ex->hidden, &b->rows_cap);
-        if (!b->trees || !b->rows) {
+        if (!b->device_heads) /* rows come back only for the host heads */
+            b->rows = rows_get(e->rows, (b->n_rows ? b->n_rows : 1) * e->ex->hidden, &b->rows_cap);
+        if (!b->trees || (!b->device_heads && !b->rows)) {
             vw_engine_batch_free(b);
             return VW_FAIL(err, VW_ETRANSIENT, "out_of_memory", "batch rows");
         }
@@ -329,35 +321,65 @@ vw_status vw_engine_pack(const vw_engine *e, vw_plan *const *plans, size_t n, vw
     return VW_OK;
 }
 
-/* One executor call over trees[0..n); when the executor answers VW_ETRANSIENT
- * (the batch does not fit, e.g. a device arena) the trees run in two halves,
- * recursively, each writing its own contiguous rows. A single tree that still
- * does not fit returns VW_ETRANSIENT to the caller. */
-static vw_status forward_split(vw_engine *e, const vw_tree *trees, size_t n, float *rows,
+/* The device heads' problems of every plan still OK (vw_readout_heads_jobs). */
+static void build_jobs(const vw_engine *e, vw_engine_batch *b) {
+    vw_readout_heads_jobs(&e->heads, b->n, b->plans, b->x, b->base, b->st, b->errs, b->z, &b->jobs);
+    b->jobs_built = true;
+}
+
+/* The heads over the batch rows [r0, r1) a forward just left on the
+ * executor: the batch's problems in that range (all of them when the forward
+ * covered the batch). The problems are made after the first forward returns:
+ * a device forward returns while it runs, so that host work overlaps it. */
+static vw_status device_heads(vw_engine *e, vw_engine_batch *b, size_t r0, size_t r1, vw_err *err) {
+    if (!b->jobs_built)
+        build_jobs(e, b);
+    vw_head_jobs part = {0};
+    vw_status st = VW_OK;
+    bool all = r0 == 0 && r1 == b->n_rows;
+    if (!all)
+        st = vw_head_jobs_slice(&b->jobs, (int32_t)r0, (int32_t)r1, &part, err);
+    vw_head_job job = vw_head_jobs_view(all ? &b->jobs : &part);
+    if (st == VW_OK)
+        st = vw_executor_heads(e->ex, &job, err);
+    vw_head_jobs_free(&part);
+    return st;
+}
+
+/* One executor call over trees[t0, t0 + n), whose rows start at batch row r0
+ * (then the device heads over them, when the executor runs the heads); when
+ * the executor answers VW_ETRANSIENT (the batch does not fit, e.g. a device
+ * arena) the trees run in two halves, recursively, each writing its own
+ * contiguous rows. A single tree that still does not fit returns
+ * VW_ETRANSIENT to the caller. */
+static vw_status forward_split(vw_engine *e, vw_engine_batch *b, size_t t0, size_t n, size_t r0,
                                vw_err *err) {
+    const vw_tree *trees = b->trees + t0;
+    float *rows = b->device_heads ? NULL : b->rows + r0 * e->ex->hidden;
     vw_status st = vw_executor_forward(e->ex, trees, n, rows, err);
+    if (st == VW_OK && b->device_heads)
+        st = device_heads(e, b, r0, r0 + vw_trees_readout_count(trees, n), err);
     if (st != VW_ETRANSIENT || n < 2)
         return st;
     size_t half = n / 2;
-    st = forward_split(e, trees, half, rows, err);
+    st = forward_split(e, b, t0, half, r0, err);
     if (st == VW_OK)
-        st = forward_split(e, trees + half, n - half,
-                           rows + vw_trees_readout_count(trees, half) * e->ex->hidden, err);
+        st =
+            forward_split(e, b, t0 + half, n - half, r0 + vw_trees_readout_count(trees, half), err);
     return st;
 }
 
 vw_status vw_engine_execute(vw_engine *e, vw_engine_batch *b, vw_err *err) {
     if (!b->n_trees)
         return VW_OK;
-    vw_status st = forward_split(e, b->trees, b->n_trees, b->rows, err);
+    vw_status st = forward_split(e, b, 0, b->n_trees, 0, err);
     if (st == VW_OK || st == VW_ETRANSIENT)
         return st;
     /* A failure of the whole call: each plan alone, so one poison plan cannot
      * sink the rest. */
     for (size_t i = 0; i < b->n; i++)
         if (b->st[i] == VW_OK && b->x[i].n_trees)
-            b->st[i] = forward_split(e, b->trees + b->tree0[i], b->x[i].n_trees,
-                                     b->rows + b->base[i] * e->ex->hidden, &b->errs[i]);
+            b->st[i] = forward_split(e, b, b->tree0[i], b->x[i].n_trees, b->base[i], &b->errs[i]);
     return VW_OK;
 }
 
@@ -386,7 +408,13 @@ void vw_engine_finish(const vw_engine *e, vw_engine_batch *b, vw_sbuf *out, vw_e
                 b->st[i] = VW_FAIL(&b->errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
         return;
     }
-    vw_readout_heads_run(&e->heads, b->n, b->plans, b->x, b->rows, b->base, b->st, b->errs, z);
+    if (b->device_heads && !b->jobs_built) /* nothing executed: the plans' checks */
+        build_jobs(e, b);
+    if (b->device_heads) /* the executor ran them (vw_engine_execute) */
+        for (size_t i = 0; i < b->n; i++)
+            z[i] = b->z[i], b->z[i] = NULL;
+    else
+        vw_readout_heads_run(&e->heads, b->n, b->plans, b->x, b->rows, b->base, b->st, b->errs, z);
     double t1 = thread_s(t), t_env = 0;
     for (size_t i = 0; i < b->n; i++) {
         if (b->st[i] != VW_OK)

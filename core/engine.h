@@ -86,12 +86,15 @@ vw_status vw_engine_score(vw_engine *e, vw_plan *const *plans, size_t n, vw_sbuf
  * worker: the next batch is packed while one executes, the last one's heads,
  * answers and envelopes run on other threads):
  *   pack     host: each plan's executable trees (vw_plan_exec), in one array;
- *   execute  the executor call (the one thread that drives the executor);
- *            when the whole call fails (not VW_ETRANSIENT), every plan is run
- *            alone so one poison plan cannot sink the rest;
- *   finish   host: the heads over every plan (one GEMM per head weight
- *            and question), then each plan's answers and
- *            envelope into out[i]; any thread, several batches at once.
+ *   execute  the executor call (the one thread that drives the executor),
+ *            and the heads there when the executor runs them (executor.h
+ *            "Heads": no rows come back, only logits); when the whole call
+ *            fails (not VW_ETRANSIENT), every plan is run alone so one poison
+ *            plan cannot sink the rest;
+ *   finish   host: the heads over every plan unless the executor ran them
+ *            (one GEMM per head weight and question), then each plan's
+ *            answers and envelope into out[i]; any thread, several batches
+ *            at once.
  * Each plan keeps its own outcome (vw_engine_batch_status). Plans are borrowed
  * until vw_engine_batch_free. pack and execute return VW_ETRANSIENT when the
  * whole batch should be retried (out of memory, the executor asks); other

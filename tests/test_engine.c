@@ -303,7 +303,7 @@ static void replay_destroy(vw_executor *ex) {
     free(ex);
 }
 
-static const vw_executor_ops REPLAY_OPS = {"replay", replay_forward, replay_destroy};
+static const vw_executor_ops REPLAY_OPS = {"replay", replay_forward, replay_destroy, NULL};
 
 static vw_status make_replay(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
     replay *r = ctx;

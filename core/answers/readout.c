@@ -13,7 +13,8 @@
 typedef struct block_ref {
     const vw_ptree *tree;
     const vw_pblock *block;
-    const float *rows; /* its first output row */
+    const float *rows; /* its first output row (NULL: the rows stay on the device) */
+    size_t row;        /* its index among the plan's output rows */
 } block_ref;
 
 /* The executed blocks of one entry, in plan order (one for non-span questions
@@ -26,8 +27,9 @@ static size_t entry_blocks(const vw_plan *p, const vw_plan_exec_out *x, const fl
             const vw_pblock *bl = &p->trees[t].blocks[b];
             if (bl->entry != entry || x->first_row[k] < 0)
                 continue;
+            size_t row = (size_t)x->first_row[k];
             if (n < cap)
-                refs[n] = (block_ref){&p->trees[t], bl, rows + (size_t)x->first_row[k] * hidden};
+                refs[n] = (block_ref){&p->trees[t], bl, rows ? rows + row * hidden : NULL, row};
             n++;
         }
     return n;
@@ -51,36 +53,65 @@ typedef struct problems {
     size_t n_span[2], cap_span[2];
 } problems;
 
-/* Label vectors of one executed span block (their rows come first, range after
- * range: plan.h) into a new [n_labels, H] array. */
-static vw_status block_labels(const vw_readout_heads *h, const block_ref *ref, size_t n_labels,
-                              float **out, vw_err *err) {
-    const vw_pblock *bl = ref->block;
-    size_t H = h->hidden;
-    *out = NULL;
-    if (bl->label_ranges.n != 2 * n_labels)
+/* The label row ranges of one executed span block, from `first` on (the label
+ * rows come first, range after range, the words after them: plan.h), into new
+ * starts/ends arrays [n_labels]; *at: where the words start. */
+static vw_status label_rows(const vw_pblock *bl, size_t n_labels, int32_t first, int32_t **starts,
+                            int32_t **ends, int32_t *at, vw_err *err) {
+    *starts = *ends = NULL;
+    if (bl->label_ranges.n != 2 * n_labels || !n_labels)
         return VW_FAIL(err, VW_EINVAL, "length_mismatch",
                        "span block has %zu label ranges, plan %zu", bl->label_ranges.n / 2,
                        n_labels);
-    int32_t *starts = malloc(n_labels * sizeof *starts), *ends = malloc(n_labels * sizeof *ends);
-    float *labels = malloc(n_labels * H * sizeof *labels);
-    vw_status st =
-        starts && ends && labels ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "labels");
-    int32_t at = 0;
-    for (size_t l = 0; st == VW_OK && l < n_labels; l++) {
+    *starts = malloc(n_labels * sizeof **starts), *ends = malloc(n_labels * sizeof **ends);
+    if (!*starts || !*ends)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "labels");
+    *at = first;
+    for (size_t l = 0; l < n_labels; l++) {
         int32_t len = bl->label_ranges.v[2 * l + 1] - bl->label_ranges.v[2 * l] + 1;
-        starts[l] = at;
-        ends[l] = at + len - 1;
-        at += len;
+        if (len < 1)
+            return VW_FAIL(err, VW_EINVAL, "length_mismatch", "label %zu: an empty row range", l);
+        (*starts)[l] = *at;
+        (*ends)[l] = *at + len - 1;
+        *at += len;
     }
+    return VW_OK;
+}
+
+/* Label vectors of one executed span block into a new [n_labels, H] array;
+ * *at: where its words start among its rows. */
+static vw_status block_labels(const vw_readout_heads *h, const block_ref *ref, size_t n_labels,
+                              float **out, int32_t *at, vw_err *err) {
+    int32_t *starts, *ends;
+    *out = NULL;
+    vw_status st = label_rows(ref->block, n_labels, 0, &starts, &ends, at, err);
+    float *labels = st == VW_OK ? malloc(n_labels * h->hidden * sizeof *labels) : NULL;
+    if (st == VW_OK && !labels)
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "labels");
     if (st == VW_OK)
-        st = vw_span_label_means(ref->rows, (size_t)at, H, starts, ends, n_labels, labels, err);
+        st = vw_span_label_means(ref->rows, (size_t)*at, h->hidden, starts, ends, n_labels, labels,
+                                 err);
     free(starts);
     free(ends);
     if (st == VW_OK)
         *out = labels;
     else
         free(labels);
+    return st;
+}
+
+/* One executed span block as a device job (rows of the batch from base). */
+static vw_status span_job(const block_ref *ref, size_t n_labels, int which, size_t base, float *z,
+                          vw_head_jobs *jobs, vw_err *err) {
+    int32_t *starts, *ends, at;
+    vw_status st =
+        label_rows(ref->block, n_labels, (int32_t)(base + ref->row), &starts, &ends, &at, err);
+    vw_head_span_job s = {
+        which, at, (int32_t)ref->block->word_positions.n, starts, ends, (int32_t)n_labels, z};
+    if (st == VW_OK)
+        st = vw_head_jobs_add_span(jobs, &s, err);
+    free(starts);
+    free(ends);
     return st;
 }
 
@@ -97,36 +128,73 @@ static bool answered_entry(const vw_plan *p, size_t i) {
     return en->valid && p->row_of[i] >= 0 && p->rows[p->row_of[i]].fits;
 }
 
+/* One executed span block as a host problem over its rows; the label vectors
+ * go on the *labels list (the caller frees it). */
+static vw_status span_problem(const vw_readout_heads *h, const block_ref *ref, size_t n_labels,
+                              problems *pr, int which, float *z, float ***labels, size_t *n_bufs,
+                              size_t *cap_bufs, vw_err *err) {
+    float *lab = NULL;
+    int32_t at = 0;
+    vw_status st = block_labels(h, ref, n_labels, &lab, &at, err);
+    if (st == VW_OK && (vw_reserve((void **)labels, cap_bufs, *n_bufs + 1, sizeof **labels) ||
+                        vw_reserve((void **)&pr->span[which], &pr->cap_span[which],
+                                   pr->n_span[which] + 1, sizeof *pr->span[which]))) {
+        free(lab);
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span problems");
+    }
+    if (st != VW_OK)
+        return st;
+    (*labels)[(*n_bufs)++] = lab;
+    pr->span[which][pr->n_span[which]++] = (vw_span_problem){
+        ref->rows + (size_t)at * h->hidden, ref->block->word_positions.n, lab, n_labels, z};
+    return VW_OK;
+}
+
+/* Where gather_plan puts a plan's problems: host problems over the rows (pr,
+ * labels: the label vectors, a list the caller frees), or, with jobs, device
+ * problems over the batch's rows from base (the plan's first row). */
+typedef struct gather_to {
+    problems *pr;
+    float ***labels;
+    size_t *n_labels, *cap_labels;
+    vw_head_jobs *jobs;
+    size_t base;
+} gather_to;
+
 /* The head problems of one plan: buffers for every answered entry's outputs
- * (z[], freed by vw_readout_z_free) and the problems appended to pr; label vectors
- * are kept in *labels (a list the caller frees). */
+ * (z[], freed by vw_readout_z_free) and the problems, appended to `to`. */
 static vw_status gather_plan(const vw_readout_heads *h, const vw_plan *p, const vw_plan_exec_out *x,
-                             const float *rows, vw_readout_z *z, problems *pr, float ***labels,
-                             size_t *n_labels_bufs, size_t *cap_labels, vw_err *err) {
+                             const float *rows, vw_readout_z *z, const gather_to *to, vw_err *err) {
     size_t cap = p->n_trees ? p->n_trees : 1, H = h->hidden;
     block_ref *refs = malloc(cap * sizeof *refs);
     if (!refs)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "block refs");
     vw_status st = VW_OK;
+    problems *pr = to->pr;
     for (size_t i = 0; st == VW_OK && i < p->req->n; i++) {
         if (!answered_entry(p, i))
             continue;
         const vw_question *q = &p->req->entries[i].q;
         size_t n = entry_blocks(p, x, rows, H, i, refs, cap);
         if (q->kind != VW_Q_SPAN) {
-            if (n != 1) {
+            size_t m = n == 1 ? refs[0].block->option_ends.n : 0;
+            if (n != 1)
                 st = VW_FAIL(err, VW_EINVAL, "bad_plan", "entry %zu has %zu executed blocks", i, n);
-                break;
-            }
-            size_t m = refs[0].block->option_ends.n;
-            z[i].cand = malloc((m ? m : 1) * sizeof *z[i].cand);
-            if (!z[i].cand ||
-                vw_reserve((void **)&pr->cand, &pr->cap_cand, pr->n_cand + 1, sizeof *pr->cand)) {
+            else if (!m && to->jobs) /* as the host head refuses it */
+                st = VW_FAIL(err, VW_EINVAL, "length_mismatch", "candidate head: 0 option rows");
+            else if (!(z[i].cand = malloc((m ? m : 1) * sizeof *z[i].cand)))
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate logits");
+            else if (to->jobs) {
+                int32_t r0 = (int32_t)(to->base + refs[0].row);
+                vw_head_cand_job c = {r0, (int32_t)m, r0 + (int32_t)m, q->kind == VW_Q_SET,
+                                      z[i].cand};
+                st = vw_head_jobs_add_cand(to->jobs, &c, err);
+            } else if (vw_reserve((void **)&pr->cand, &pr->cap_cand, pr->n_cand + 1,
+                                  sizeof *pr->cand))
                 st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "candidate problems");
-                break;
-            }
-            pr->cand[pr->n_cand++] = (vw_cand_problem){refs[0].rows, m, refs[0].rows + m * H,
-                                                       q->kind == VW_Q_SET, z[i].cand};
+            else
+                pr->cand[pr->n_cand++] = (vw_cand_problem){refs[0].rows, m, refs[0].rows + m * H,
+                                                           q->kind == VW_Q_SET, z[i].cand};
             continue;
         }
         const vw_pspan *sp = plan_span(p, i);
@@ -143,29 +211,13 @@ static vw_status gather_plan(const vw_readout_heads *h, const vw_plan *p, const 
             st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span logits");
         for (size_t r = 0; st == VW_OK && r < n; r++) {
             size_t nw = refs[r].block->word_positions.n;
-            float *lab = NULL;
-            st = block_labels(h, &refs[r], L, &lab, err);
-            if (st == VW_OK &&
-                vw_reserve((void **)labels, cap_labels, *n_labels_bufs + 1, sizeof **labels)) {
-                free(lab);
-                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "label vectors");
-            }
-            if (st != VW_OK)
-                break;
-            (*labels)[(*n_labels_bufs)++] = lab;
-            z[i].span[r] = malloc((nw ? nw : 1) * L * sizeof *z[i].span[r]);
-            if (!z[i].span[r] || vw_reserve((void **)&pr->span[which], &pr->cap_span[which],
-                                            pr->n_span[which] + 1, sizeof *pr->span[which])) {
-                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span problems");
-                break;
-            }
-            /* word rows follow the label rows (plan.h) */
-            size_t at = 0;
-            for (size_t l = 0; l < L; l++)
-                at += (size_t)(refs[r].block->label_ranges.v[2 * l + 1] -
-                               refs[r].block->label_ranges.v[2 * l] + 1);
-            pr->span[which][pr->n_span[which]++] =
-                (vw_span_problem){refs[r].rows + at * H, nw, lab, L, z[i].span[r]};
+            if (!(z[i].span[r] = malloc((nw ? nw : 1) * (L ? L : 1) * sizeof *z[i].span[r])))
+                st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "span logits");
+            else if (to->jobs)
+                st = span_job(&refs[r], L, which, to->base, z[i].span[r], to->jobs, err);
+            else
+                st = span_problem(h, &refs[r], L, pr, which, z[i].span[r], to->labels, to->n_labels,
+                                  to->cap_labels, err);
         }
     }
     free(refs);
@@ -348,8 +400,9 @@ void vw_readout_heads_run(const vw_readout_heads *h, size_t n, vw_plan *const *p
             st[i] = VW_FAIL(&errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
             continue;
         }
-        st[i] = gather_plan(h, p, &x[i], rows ? rows + base[i] * h->hidden : NULL, z[i], &per[i],
-                            &labels, &n_labels, &cap_labels, &errs[i]);
+        gather_to to = {&per[i], &labels, &n_labels, &cap_labels, NULL, 0};
+        st[i] =
+            gather_plan(h, p, &x[i], rows ? rows + base[i] * h->hidden : NULL, z[i], &to, &errs[i]);
     }
     bool joined = per != NULL; /* one list of every plan's problems, in plan order */
     for (size_t i = 0; joined && i < n; i++) {
@@ -382,4 +435,21 @@ void vw_readout_heads_run(const vw_readout_heads *h, size_t n, vw_plan *const *p
     for (size_t k = 0; k < n_labels; k++)
         free(labels[k]);
     free(labels);
+}
+
+void vw_readout_heads_jobs(const vw_readout_heads *h, size_t n, vw_plan *const *plans,
+                           const vw_plan_exec_out *x, const size_t *base, vw_status *st,
+                           vw_err *errs, vw_readout_z **z, vw_head_jobs *jobs) {
+    for (size_t i = 0; i < n; i++) {
+        z[i] = NULL;
+        if (st[i] != VW_OK)
+            continue;
+        size_t nq = plans[i]->req->n;
+        if (!(z[i] = calloc(nq ? nq : 1, sizeof *z[i]))) {
+            st[i] = VW_FAIL(&errs[i], VW_ENOMEM, "out_of_memory", "head outputs");
+            continue;
+        }
+        gather_to to = {NULL, NULL, NULL, NULL, jobs, base[i]};
+        st[i] = gather_plan(h, plans[i], &x[i], NULL, z[i], &to, &errs[i]);
+    }
 }

@@ -1,7 +1,9 @@
 /* readout.h — a batch's readout rows to each plan's answers (engine.c's
  * finish): the head problems of every plan, the three heads (candidate,
  * router span, broad span) over the whole batch, then each plan's calibrated
- * answers from its outputs.
+ * answers from its outputs. When the executor runs the heads (executor.h
+ * "Heads"), the same problems become its job (vw_readout_heads_jobs) and the
+ * answers come from the logits it returned.
  *
  * Ownership: vw_readout_heads holds the heads by value and borrows the
  * calibration (both the engine's); vw_readout_z arrays (one per plan, one
@@ -22,6 +24,7 @@
 #include "answers.h"
 #include "calibration.h"
 #include "heads.h"
+#include "model/head_job.h"
 #include "render/plan.h"
 #include "vw_status.h"
 
@@ -54,8 +57,18 @@ void vw_readout_heads_run(const vw_readout_heads *h, size_t n, vw_plan *const *p
                           const vw_plan_exec_out *x, const float *rows, const size_t *base,
                           vw_status *st, vw_err *errs, vw_readout_z **z);
 
+/* The same problems as a job for the executor's heads op, for the n plans
+ * whose st[i] is VW_OK: plan i's over the batch's readout rows from base[i]
+ * on, appended to jobs; z[i] receives the buffers its logits go to (NULL for
+ * a plan not OK). A plan whose problems cannot be made fails alone (st[i],
+ * errs[i]); problems it added before remain in jobs, harmlessly. */
+void vw_readout_heads_jobs(const vw_readout_heads *h, size_t n, vw_plan *const *plans,
+                           const vw_plan_exec_out *x, const size_t *base, vw_status *st,
+                           vw_err *errs, vw_readout_z **z, vw_head_jobs *jobs);
+
 /* Answers every entry of p the heads gave outputs to (z: p's array from
- * vw_readout_heads_run); answered[i] says which. Others keep answers[i] unset
+ * vw_readout_heads_run or vw_readout_heads_jobs; rows may be NULL then);
+ * answered[i] says which. Others keep answers[i] unset
  * and are described by the envelope from the plan. */
 vw_status vw_readout_answer(const vw_readout_heads *h, const vw_plan *p, const vw_plan_exec_out *x,
                             const float *rows, const vw_readout_z *z, vw_answer *answers,
