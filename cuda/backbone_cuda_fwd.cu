@@ -300,12 +300,10 @@ vw_status vw_cu_heads_op(vw_executor *ex, const vw_head_job *job, vw_err *err) {
     if (st != VW_OK)
         return st;
     /* After the gather the forward is done with h (the residual stream), big
-     * (projections), core (mixer output) and mix: the heads' scratch. The
-     * rows are the gathered readouts in delta. */
+     * (projections) and core (mixer output): the heads' scratch, used on the
+     * same stream, after it. The rows are the gathered readouts in delta. */
     const size_t R = m->opts.max_tokens;
-    const vw_cu_heads_scratch sc = {
-        m->h,          R * m->d.H,        m->big,      R * m->big_w, m->core,
-        R * m->core_w, (int32_t *)m->mix, R * m->mix_w};
+    const vw_cu_heads_scratch sc = {m->h, R * m->d.H, m->big, R * m->big_w, m->core, R * m->core_w};
     const vw_cu_heads_streams ss = {m->stream, m->copy, m->uploaded, m->done};
     return vw_cu_heads_run(m->heads, m->delta, ex->rows_left, job, &sc, &ss, err);
 }

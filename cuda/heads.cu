@@ -180,6 +180,7 @@ struct vw_cuda_heads {
     cu_cand_w cand;
     cu_span_w span[VW_SPAN_HEADS];
     int32_t *hmeta; // pinned tables
+    int32_t *dmeta; // their device copy: its own, as the upload may run beside a forward
     size_t hmeta_cap;
     float *hout; // pinned logits staging
     size_t hout_cap;
@@ -300,6 +301,8 @@ vw_status vw_cuda_heads_new(const vw_cand_head *cand, const vw_span_head *router
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaMallocHost((void **)&h->hmeta, h->hmeta_cap * sizeof(int32_t)));
     if (st == VW_OK)
+        st = VW_CUDA_TRY(err, cudaMalloc((void **)&h->dmeta, h->hmeta_cap * sizeof(int32_t)));
+    if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaMallocHost((void **)&h->hout, h->hout_cap * sizeof(float)));
     if (st == VW_OK) {
         layout(h, cand, sp, (char *)h->weights);
@@ -317,6 +320,7 @@ void vw_cuda_heads_free(vw_cuda_heads *h) {
     if (!h)
         return;
     cudaFree(h->weights);
+    cudaFree(h->dmeta);
     cudaFreeHost(h->hmeta);
     cudaFreeHost(h->hout);
     free(h);
@@ -564,8 +568,7 @@ vw_status vw_cu_heads_run(vw_cuda_heads *h, const float *rows, size_t n_rows,
         return too_large(err, "logits", n_out, sc->out_floats);
     if (!n_out)
         return VW_OK; // only span problems without words: nothing to compute
-    planner pl = {h->hmeta, sc->meta, 0,
-                  h->hmeta_cap < sc->meta_ints ? h->hmeta_cap : sc->meta_ints};
+    planner pl = {h->hmeta, h->dmeta, 0, h->hmeta_cap};
     cand_pass cp;
     span_pass sp[VW_SPAN_HEADS];
     plan_cand(job, &pl, &cp);
@@ -581,7 +584,7 @@ vw_status vw_cu_heads_run(vw_cuda_heads *h, const float *rows, size_t n_rows,
     if (st != VW_OK)
         return st;
     h->pending = 1;
-    st = VW_CUDA_TRY(err, cudaMemcpyAsync(sc->meta, h->hmeta, pl.n * sizeof(int32_t),
+    st = VW_CUDA_TRY(err, cudaMemcpyAsync(h->dmeta, h->hmeta, pl.n * sizeof(int32_t),
                                           cudaMemcpyHostToDevice, ss->copy ? ss->copy : s));
     if (st == VW_OK && ss->copy)
         st = VW_CUDA_TRY(err, cudaEventRecord(ss->uploaded, ss->copy));
@@ -615,7 +618,7 @@ vw_status vw_cuda_heads_run_host(vw_cuda_heads *h, const float *rows, size_t n_r
     for_each_output(job, [&](float *, size_t, size_t n) { n_out += n; });
     vw_cu_heads_scratch sc = {};
     sc.xn_floats = refs * h->H, sc.proj_floats = refs * 2 * d;
-    sc.out_floats = n_out, sc.meta_ints = h->hmeta_cap;
+    sc.out_floats = n_out;
     float *drows = nullptr;
     cudaStream_t s = nullptr;
     cudaEvent_t done = nullptr;
@@ -627,8 +630,6 @@ vw_status vw_cuda_heads_run_host(vw_cuda_heads *h, const float *rows, size_t n_r
         st = VW_CUDA_TRY(err, cudaMalloc(&sc.proj, (sc.proj_floats + 1) * sizeof(float)));
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaMalloc(&sc.out, (sc.out_floats + 1) * sizeof(float)));
-    if (st == VW_OK)
-        st = VW_CUDA_TRY(err, cudaMalloc(&sc.meta, sc.meta_ints * sizeof(int32_t)));
     if (st == VW_OK)
         st = VW_CUDA_TRY(err, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (st == VW_OK)
@@ -651,6 +652,5 @@ vw_status vw_cuda_heads_run_host(vw_cuda_heads *h, const float *rows, size_t n_r
     cudaFree(sc.xn);
     cudaFree(sc.proj);
     cudaFree(sc.out);
-    cudaFree(sc.meta);
     return st;
 }

@@ -9,7 +9,9 @@
 #include "cuda_common.cuh"
 #include "heads_cuda.h"
 
-/* Device scratch one job may use, all of it overwritten. */
+/* Device scratch one job may use, all of it overwritten, by kernels on the
+ * job's stream only (the tables have their own device copy: their upload may
+ * run beside work still queued on that stream). */
 typedef struct vw_cu_heads_scratch {
     float *xn; /* normed rows: passes need (rows + labels) x H */
     size_t xn_floats;
@@ -17,8 +19,6 @@ typedef struct vw_cu_heads_scratch {
     size_t proj_floats;
     float *out; /* every logit of the job */
     size_t out_floats;
-    int32_t *meta; /* the job's tables (copied from the pinned mirror) */
-    size_t meta_ints;
 } vw_cu_heads_scratch;
 
 /* Where a job runs. */

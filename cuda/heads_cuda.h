@@ -43,9 +43,9 @@ typedef struct vw_cuda_heads vw_cuda_heads;
 /* Uploads the heads' weights to the current device in FP32 (the two
  * projections each row goes through stacked into one [2d, H] matrix). broad
  * may be NULL (a package without the broad head). max_rows: the readout rows
- * of one job, which sizes the pinned tables (16 ints a row) and the pinned
- * staging of the logits (16 floats a row, at least 4,096: larger outputs come
- * back in several copies). */
+ * of one job, which sizes the tables (16 ints a row, pinned and on the device)
+ * and the pinned staging of the logits (16 floats a row, at least 4,096:
+ * larger outputs come back in several copies). */
 vw_status vw_cuda_heads_new(const vw_cand_head *cand, const vw_span_head *router,
                             const vw_span_head *broad, size_t max_rows, vw_cuda_heads **out,
                             vw_err *err);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "model/executor.h"
+#include "model/head_job.h"
 #include "model/head_weights.h"
 
 static const int32_t prefix[] = {1, 2, 3};
@@ -79,4 +80,36 @@ Test(executor, head_jobs_are_checked) {
     cr_assert(!vw_executor_has_heads(&ex));
     cr_assert_eq(vw_executor_heads(&ex, &job, &e), VW_EUNSUPPORTED);
     cr_assert_str_eq(e.type, "no_heads");
+}
+
+/* A head job's slice for rows [r0, r1): the problems wholly inside, rows and
+ * label ranges renumbered from r0, the copies owned by the slice. */
+Test(executor, head_job_slices_renumber_rows) {
+    float out[8];
+    vw_head_jobs j = {0}, part = {0};
+    vw_err e;
+    vw_head_cand_job c0 = {0, 2, 2, false, out}, c1 = {5, 1, 6, true, out};
+    int32_t st[2] = {7, 9}, en[2] = {8, 9};
+    vw_head_span_job s0 = {VW_SPAN_HEAD_ROUTER, 10, 2, st, en, 2, out};
+    vw_head_span_job s1 = {VW_SPAN_HEAD_BROAD, 3, 2, st, en, 2, out}; /* words 3-4, labels 7-9 */
+    cr_assert_eq(vw_head_jobs_add_cand(&j, &c0, &e), VW_OK);
+    cr_assert_eq(vw_head_jobs_add_cand(&j, &c1, &e), VW_OK);
+    cr_assert_eq(vw_head_jobs_add_span(&j, &s0, &e), VW_OK);
+    cr_assert_eq(vw_head_jobs_add_span(&j, &s1, &e), VW_OK);
+    st[0] = -1; /* the job keeps its own copy of the ranges */
+    cr_assert_eq(j.span[0].starts[0], 7);
+    cr_assert_eq(vw_head_jobs_slice(&j, 5, 12, &part, &e), VW_OK);
+    vw_head_job v = vw_head_jobs_view(&part);
+    cr_assert_eq(v.n_cand, 1); /* c0 lies before 5 */
+    cr_assert(v.cand[0].row == 0 && v.cand[0].query == 1 && v.cand[0].is_set);
+    cr_assert_eq(v.n_span, 1); /* s1's words 3-4 lie before 5 */
+    cr_assert(v.span[0].words == 5 && v.span[0].n_words == 2);
+    cr_assert(v.span[0].starts[0] == 2 && v.span[0].ends[0] == 3 && v.span[0].starts[1] == 4 &&
+              v.span[0].ends[1] == 4);
+    cr_assert_eq(vw_head_jobs_slice(&j, 0, 11, &part, &e), VW_OK); /* s0 ends at row 11 */
+    cr_assert(part.n_cand == 2 && part.n_span == 1 && part.span[0].head == VW_SPAN_HEAD_BROAD);
+    cr_assert_eq(vw_head_jobs_slice(&j, 3, 2, &part, &e), VW_EINVAL);
+    vw_head_jobs_free(&part);
+    vw_head_jobs_free(&j);
+    cr_assert_eq(j.n_span, 0);
 }

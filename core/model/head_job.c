@@ -43,8 +43,7 @@ vw_status vw_head_jobs_slice(const vw_head_jobs *j, int32_t r0, int32_t r1, vw_h
                              vw_err *err) {
     vw_head_jobs_free(out);
     if (r0 < 0 || r1 < r0)
-        return VW_FAIL(err, VW_EINVAL, "bad_argument", "head job slice [%d, %d)", (int)r0,
-                       (int)r1);
+        return VW_FAIL(err, VW_EINVAL, "bad_argument", "head job slice [%d, %d)", (int)r0, (int)r1);
     vw_status st = VW_OK;
     for (size_t k = 0; k < j->n_cand && st == VW_OK; k++) {
         vw_head_cand_job c = j->cand[k];
