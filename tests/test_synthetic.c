@@ -80,6 +80,23 @@ static char *ceiling_bundle(void) {
     return dir;
 }
 
+static void remove_dir(const char *dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The instant executor on a fresh ceiling bundle (*dir, *b: the caller's). */
+static vw_executor *instant_on_ceiling(char **dir, vw_bundle **b) {
+    *dir = ceiling_bundle();
+    vw_err err = {0};
+    cr_assert_eq(vw_bundle_open(*dir, b, &err), VW_OK, "%s", err.msg);
+    vw_synthetic_opts inst = {0};
+    vw_executor *ex = NULL;
+    cr_assert_eq(vw_synthetic_new(*b, &inst, &ex, &err), VW_OK);
+    return ex;
+}
+
 static vw_status make(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
     return vw_synthetic_new(b, ctx, out, err);
 }
@@ -133,19 +150,14 @@ Test(synthetic, ceiling_bundle_answers_with_instant_and_sim) {
     free(c);
     vw_engine_free(ei);
     vw_engine_free(es);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
 
 Test(synthetic, instant_rows_have_unit_rms) {
-    char *dir = ceiling_bundle();
+    char *dir = NULL;
     vw_bundle *b = NULL;
     vw_err err = {0};
-    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
-    vw_synthetic_opts inst = {0};
-    vw_executor *ex = NULL;
-    cr_assert_eq(vw_synthetic_new(b, &inst, &ex, &err), VW_OK);
+    vw_executor *ex = instant_on_ceiling(&dir, &b);
     cr_assert_eq(ex->hidden, 1024);
     int32_t prefix[4] = {5, 6, 7, 8}, pro[2] = {0, 3};
     vw_tree t = {prefix, 4, pro, 2, NULL, 0};
@@ -170,9 +182,7 @@ Test(synthetic, instant_rows_have_unit_rms) {
     free(rows);
     vw_executor_free(ex);
     vw_bundle_free(b);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
 
 static json_int_t manifest_seed(const char *dir) {
@@ -221,13 +231,10 @@ Test(synthetic, random_bundle_replaces_only_its_own_packages) {
 /* The heads op: logits in [-4, 4), the same for a problem alone or behind
  * another tree, from a forward that returned no rows. */
 Test(synthetic, instant_heads_are_batch_independent) {
-    char *dir = ceiling_bundle();
+    char *dir = NULL;
     vw_bundle *b = NULL;
     vw_err err = {0};
-    cr_assert_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
-    vw_synthetic_opts inst = {0};
-    vw_executor *ex = NULL;
-    cr_assert_eq(vw_synthetic_new(b, &inst, &ex, &err), VW_OK);
+    vw_executor *ex = instant_on_ceiling(&dir, &b);
     cr_assert(vw_executor_has_heads(ex));
     int32_t prefix[6] = {5, 6, 7, 8, 9, 10}, pro[5] = {0, 1, 2, 3, 5};
     vw_tree t = {prefix, 6, pro, 5, NULL, 0};
@@ -256,7 +263,5 @@ Test(synthetic, instant_heads_are_batch_independent) {
     cr_assert_eq(vw_executor_heads(ex, &job2, &err), VW_EINVAL);
     vw_executor_free(ex);
     vw_bundle_free(b);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    remove_dir(dir);
 }
