@@ -5,7 +5,7 @@
  * over the rows its forward gathered; vw_cuda_heads_run_host runs the same
  * code on host rows, for tests (tests/test_cuda_heads_dev.c).
  *
- * Math and order, per problem (cuda/heads.cu names the CPU function each step
+ * Math and order, per problem (cuda/heads_cuda.cu names the CPU function each step
  * twins): LayerNorm per row (eps 1e-5, statistics in float64); label vectors
  * as float64 means over their closed row ranges (bit-identical to
  * vw_span_label_means); the centring of a span problem's words (and of its

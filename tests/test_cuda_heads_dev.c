@@ -33,7 +33,7 @@
 #include "vw_cuda.h"
 #include "vw_test.h"
 
-#define DEV_HINT "(device heads vs the CPU heads: cuda/heads.cu)"
+#define DEV_HINT "(device heads vs the CPU heads: cuda/heads_cuda.cu)"
 
 static void need_gpu(void) {
     if (vw_cuda_device_count(NULL, 0) == 0)

@@ -12,7 +12,7 @@
  * LayerNorm eps 1e-5 (biased variance); GELU is the exact erf form. Projections
  * run through OpenBLAS (cblas_sgemm). The weights' names, shapes and loading
  * (vw_cand_head_init, vw_span_head_init) are core/model/head_weights.h's, which
- * the device heads (cuda/heads.cu) share: these functions are their oracle.
+ * the device heads (cuda/heads_cuda.cu) share: these functions are their oracle.
  *
  * Ownership: vw_cand_head / vw_span_head BORROW their weight pointers (from the
  * bundle, through the lookup callback); the weights must outlive the head. The

@@ -1,4 +1,4 @@
-// heads.cu — CandidateHead and SpanHeadV2 on the device (see heads_cuda.h).
+// heads_cuda.cu — CandidateHead and SpanHeadV2 on the device (see heads_cuda.h).
 // Twin of core/answers/heads.c, step for step:
 //   head_ln_k      layer_norm         (one warp per row; statistics in float64)
 //   label_ln_k     vw_span_label_means + layer_norm + slot (one warp per label)
