@@ -345,10 +345,8 @@ vw_status load_heads(cu_model *m, const vw_bundle *b, vw_err *err) {
     if (st == VW_OK && has_broad)
         st = vw_span_head_init(&broad, vw_head_tensors_lookup, &ht, VW_HEAD_BROAD_PREFIX, err);
     if (st == VW_OK && cand.hidden != m->d.H)
-        st = VW_FAIL(err, VW_EINVAL, "bad_shape",
-                     "cuda: head width %zu differs from the "
-                     "backbone's %zu",
-                     cand.hidden, m->d.H);
+        st = VW_FAIL(err, VW_EINVAL, "bad_shape", "cuda: head width %zu, backbone %zu", cand.hidden,
+                     m->d.H);
     if (st == VW_OK)
         st = vw_cuda_heads_new(&cand, &router, has_broad ? &broad : nullptr, m->opts.max_tokens,
                                &m->heads, err);
