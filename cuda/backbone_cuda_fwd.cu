@@ -123,6 +123,7 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     a.g = g, a.beta = beta, a.out = m->core, a.ldo = vd;
     a.Hk = m->d.Hkl, a.Hv = m->d.Hv, a.dk = m->d.dk, a.dv = m->d.dv;
     a.rows = R, a.chunks = m->dmeta.chunks, a.n_chunks = p->n_chunks, a.ws = m->gdn_ws;
+    a.prec = m->opts.precision;
     a.pass[0] = vw_cu_gdn_pass{m->dmeta.segs, p->n_trees, nullptr, m->pstate};
     a.pass[1] =
         vw_cu_gdn_pass{m->dmeta.segs + p->n_trees, p->n_segs - p->n_trees, m->pstate, nullptr};

@@ -24,36 +24,21 @@
 // FMA chain in a fixed index order (tile_mma, the scan's fixed tree, the
 // block merges), so a row's value never depends on the launch or on the
 // other sequences of the batch (tests: delta_rule_packed, tree_batching_bit_exact).
-#include "kernels.cuh"
+#include "delta_rule.cuh"
 
 namespace {
 
-constexpr int CH = VW_GDN_CHUNK; // rows per chunk
-constexpr int DT = 64;           // key / value columns per staged tile
-constexpr int LD = DT + 1;       // row stride of a tile (odd: column walks hit 32 banks)
-constexpr int VS = 16;           // value columns of the state per state-pass block
+using vw_gdn::CH;
+using vw_gdn::min_i;
+using vw_gdn::ws_split;
+using vw_gdn::ws_view;
+constexpr int DT = 64;     // key / value columns per staged tile
+constexpr int LD = DT + 1; // row stride of a tile (odd: column walks hit 32 banks)
+constexpr int VS = 16;     // value columns of the state per state-pass block
 constexpr int TILE_THREADS = 256, STATE_THREADS = 128;
 static_assert(CH == 64 && DT == CH, "the 64x64 tile products assume 64-row chunks and tiles");
 static_assert(TILE_THREADS == 256 && STATE_THREADS == 4 * (CH / 2) && VS == 16,
               "thread maps: 16x16 threads of 4x4 outputs; 32 row pairs x 4 column quads");
-
-// The scratch of one call (kernels.cuh): [Hv][rows] c, [Hv][rows][dk] W',
-// [Hv][rows][dv] U' (then V_new).
-struct ws_view {
-    float *c, *w, *u;
-};
-
-__device__ ws_view ws_split(float *ws, size_t rows, size_t Hv, size_t dk) {
-    ws_view v;
-    v.c = ws;
-    v.w = v.c + Hv * rows;
-    v.u = v.w + Hv * rows * dk;
-    return v;
-}
-
-__device__ __forceinline__ int min_i(int a, int b) {
-    return a < b ? a : b;
-}
 
 // X[i][j] (stride LD) = scale_i * src[(r0 + i) * ld + j] for i < n, j < nc;
 // zero elsewhere in the 64x64 tile. scale NULL: 1 (no multiply).
@@ -123,84 +108,6 @@ __device__ prep_smem prep_carve(float *sm) {
     return m;
 }
 
-// c = inclusive cumsum of the chunk's g (rows >= n add 0, so they repeat
-// c_last). Warps 0 and 1 each scan 32 rows (Hillis-Steele over shuffles, a
-// fixed tree), then warp 1 adds warp 0's total. Also stages beta, beta e^c
-// and stores c to the scratch. Called by every thread (barriers inside).
-__device__ void prep_cumsum(const vw_cu_gdn &a, const prep_smem &m, const ws_view &w, int r0, int n,
-                            size_t h) {
-    const int tid = threadIdx.x, lane = tid & 31;
-    float x = 0.0f;
-    if (tid < CH) {
-        const size_t r = (size_t)r0 + tid;
-        x = tid < n ? a.g[r * a.Hv + h] : 0.0f;
-        m.bet[tid] = tid < n ? a.beta[r * a.Hv + h] : 0.0f;
-        for (int off = 1; off < 32; off <<= 1) {
-            const float y = __shfl_sync(0xffffffffu, x, lane >= off ? lane - off : lane);
-            if (lane >= off)
-                x += y;
-        }
-        if (lane == 31)
-            m.tot[tid >> 5] = x;
-    }
-    __syncthreads();
-    if (tid < CH) {
-        if (tid >= 32)
-            x += m.tot[0];
-        m.c[tid] = x;
-        m.sb[tid] = m.bet[tid] * expf(x); // CPU: b * ec, then times K
-        if (tid < n)
-            w.c[h * a.rows + (size_t)r0 + tid] = x;
-    }
-    __syncthreads();
-}
-
-// A = (I + L)^-1 for L strictly lower in m.X (zero rows/columns >= n give
-// identity rows there). (I + L) A = I by blocks of 16: the diagonal blocks
-// A_II by forward substitution (one thread per column), then for distance
-// d = I - J = 1, 2, 3: T = sum_{K=J}^{I-1} L_IK A_KJ, A_IJ = -A_II T.
-__device__ void prep_inverse(const prep_smem &m) {
-    const int tid = threadIdx.x;
-    const float *L = m.X;
-    float *A = m.A;
-    for (int idx = tid; idx < CH * LD; idx += blockDim.x)
-        A[idx] = 0.0f;
-    __syncthreads();
-    if (tid < CH) {
-        const int o = (tid >> 4) * 16, col = tid & 15;
-        float *Ad = A + o * LD + o;
-        const float *Ld = L + o * LD + o;
-        Ad[col * LD + col] = 1.0f;
-        for (int r = col + 1; r < 16; r++) {
-            float acc = 0.0f;
-            for (int k = col; k < r; k++)
-                acc = fmaf(Ld[r * LD + k], Ad[k * LD + col], acc);
-            Ad[r * LD + col] = -acc;
-        }
-    }
-    __syncthreads();
-    for (int dist = 1; dist < 4; dist++) {
-        const int items = (4 - dist) * 256;
-        for (int e = tid; e < items; e += blockDim.x) {
-            const int bj = e >> 8, r = (e >> 4) & 15, cc = e & 15, bi = bj + dist;
-            float acc = 0.0f;
-            for (int k = 16 * bj; k < 16 * bi; k++)
-                acc = fmaf(L[(16 * bi + r) * LD + k], A[k * LD + 16 * bj + cc], acc);
-            m.T[e] = acc;
-        }
-        __syncthreads();
-        for (int e = tid; e < items; e += blockDim.x) {
-            const int bj = e >> 8, r = (e >> 4) & 15, cc = e & 15, bi = bj + dist;
-            const float *Aii = A + (16 * bi + r) * LD + 16 * bi;
-            float acc = 0.0f;
-            for (int k = 0; k <= r; k++)
-                acc = fmaf(Aii[k], m.T[(bj << 8) + k * 16 + cc], acc);
-            A[(16 * bi + r) * LD + 16 * bj + cc] = -acc;
-        }
-        __syncthreads();
-    }
-}
-
 // dst[h][r0 + i][j0 + j] = (A (scale ⊙ src))[i][j] for the ncols columns of
 // src (row stride ld, first column already applied), tile by tile.
 __device__ void prep_apply(const prep_smem &m, const float *src, size_t ld, const float *scale,
@@ -229,8 +136,8 @@ __global__ void __launch_bounds__(TILE_THREADS) gdn_prep_k(vw_cu_gdn a) {
     const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), dk = a.dk, dv = a.dv;
     const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
     const int ti = threadIdx.x >> 4, tj = threadIdx.x & 15;
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk);
-    prep_cumsum(a, m, w, r0, n, h);
+    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
+    vw_gdn::chunk_cumsum(a, w, r0, n, h, m.c, m.bet, m.sb, m.tot);
     // K K^T over key tiles (CPU: sgemm into L)
     float acc[4][4];
     zero4x4(acc);
@@ -251,7 +158,7 @@ __global__ void __launch_bounds__(TILE_THREADS) gdn_prep_k(vw_cu_gdn a) {
                 (j < i && i < n) ? m.bet[i] * acc[r][s] * expf(m.c[i] - m.c[j]) : 0.0f;
         }
     __syncthreads();
-    prep_inverse(m);
+    vw_gdn::chunk_inverse(m.X, m.A, m.T, LD);
     // W' = A (beta e^c K), U' = A (beta V)
     prep_apply(m, a.k + kh * dk, a.ldk, m.sb, w.w + (h * a.rows + r0) * dk, dk, r0, n, (int)dk);
     prep_apply(m, a.v + h * dv, a.ldv, m.bet, w.u + (h * a.rows + r0) * dv, dv, r0, n, (int)dv);
@@ -295,7 +202,7 @@ __global__ void __launch_bounds__(STATE_THREADS) gdn_state_k(vw_cu_gdn a, vw_cu_
     const int tid = threadIdx.x, cg = tid & 3, rg = tid >> 2;
     const vw_cuda_seg sg = p.segs[blockIdx.x];
     const state_smem m = state_carve(sm, dk);
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk);
+    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
     const float *S0 =
         (p.init && sg.state >= 0) ? p.init + ((size_t)sg.state * a.Hv + h) * dk * dv : nullptr;
     for (size_t idx = tid; idx < dk * VS; idx += blockDim.x) {
@@ -398,7 +305,7 @@ __global__ void __launch_bounds__(TILE_THREADS) gdn_out_k(vw_cu_gdn a) {
     const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), dk = a.dk, dv = a.dv;
     const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
     const int ti = threadIdx.x >> 4, tj = threadIdx.x & 15;
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk);
+    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
     if (threadIdx.x < CH)
         c[threadIdx.x] = (int)threadIdx.x < n ? w.c[h * a.rows + r0 + threadIdx.x] : 0.0f;
     // P = Q K^T over key tiles (CPU: sgemm), then P ⊙ Γ with the diagonal
@@ -438,13 +345,7 @@ __global__ void __launch_bounds__(TILE_THREADS) gdn_out_k(vw_cu_gdn a) {
     }
 }
 
-struct kernel_smem {
-    const void *fn;
-    size_t bytes;
-    const char *name;
-};
-
-void smem_table(size_t dk, kernel_smem t[3]) {
+void smem_table(size_t dk, vw_gdn::kernel_smem t[3]) {
     t[0] = {(const void *)gdn_prep_k, prep_smem_floats() * sizeof(float), "gdn_prep_k"};
     t[1] = {(const void *)gdn_state_k, state_smem_floats(dk) * sizeof(float), "gdn_state_k"};
     t[2] = {(const void *)gdn_out_k, out_smem_floats() * sizeof(float), "gdn_out_k"};
@@ -458,11 +359,6 @@ vw_status check_shape(const vw_cu_gdn *a, vw_err *err) {
                        "delta rule: Hv %zu over Hk %zu, dk %zu, dv %zu, %zu chunks", a->Hv, a->Hk,
                        a->dk, a->dv, a->n_chunks);
     return VW_OK;
-}
-
-// Opts a kernel into its shared memory when above the default 48 KiB.
-vw_status smem_for(const kernel_smem &k, vw_err *err) {
-    return k.bytes > 48 * 1024 ? vw_cuda_smem_optin(k.fn, k.bytes, k.name, err) : VW_OK;
 }
 
 } // namespace
@@ -484,21 +380,23 @@ size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks)
 vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err) {
     if (!dk || !dv)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "delta rule: dk %zu, dv %zu", dk, dv);
-    kernel_smem t[3];
+    vw_gdn::kernel_smem t[3];
     smem_table(dk, t);
     vw_status st = VW_OK;
     for (int i = 0; i < 3 && st == VW_OK; i++)
         st = vw_cuda_smem_optin(t[i].fn, t[i].bytes, t[i].name, err);
-    return st;
+    return st == VW_OK ? vw_gdn_tc_smem(dk, dv, err) : st;
 }
 
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     vw_status st = check_shape(a, err);
     if (st != VW_OK || !a->n_chunks)
         return st;
-    kernel_smem t[3];
+    if (vw_gdn_tc_takes(a))
+        return vw_gdn_tc_prep(a, s, err);
+    vw_gdn::kernel_smem t[3];
     smem_table(a->dk, t);
-    if ((st = smem_for(t[0], err)) != VW_OK)
+    if ((st = vw_gdn::smem_for(t[0], err)) != VW_OK)
         return st;
     return VW_LAUNCH(err, gdn_prep_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), TILE_THREADS,
                      t[0].bytes, s, *a);
@@ -506,19 +404,26 @@ vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
 
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     vw_status st = vw_cu_gdn_prep(a, s, err);
-    kernel_smem t[3];
+    const bool tc = vw_gdn_tc_takes(a);
+    vw_gdn::kernel_smem t[3];
     smem_table(a->dk, t);
-    for (int i = 1; i < 3 && st == VW_OK; i++)
-        st = smem_for(t[i], err);
+    for (int i = 1; i < 3 && st == VW_OK && !tc; i++)
+        st = vw_gdn::smem_for(t[i], err);
     for (int i = 0; i < 2 && st == VW_OK; i++) { // empty sequences still pass init to final
         const vw_cu_gdn_pass &p = a->pass[i];
         if (!p.n_segs)
             continue;
+        if (tc) {
+            st = vw_gdn_tc_state(a, &p, s, err);
+            continue;
+        }
         dim3 grid((unsigned)p.n_segs, vw_blocks_for(a->dv, VS), (unsigned)a->Hv);
         st = VW_LAUNCH(err, gdn_state_k, grid, STATE_THREADS, t[1].bytes, s, *a, p);
     }
-    if (st == VW_OK && a->n_chunks)
-        st = VW_LAUNCH(err, gdn_out_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), TILE_THREADS,
-                       t[2].bytes, s, *a);
-    return st;
+    if (st != VW_OK || !a->n_chunks)
+        return st;
+    if (tc)
+        return vw_gdn_tc_out(a, s, err);
+    return VW_LAUNCH(err, gdn_out_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), TILE_THREADS,
+                     t[2].bytes, s, *a);
 }

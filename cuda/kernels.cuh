@@ -146,14 +146,20 @@ typedef struct vw_cu_gdn {
                               sequence of both passes (vw_cu_gdn_chunks) */
     size_t n_chunks;
     float *ws;              /* scratch, vw_cu_gdn_ws_floats(rows, Hv, dk, dv) floats:
-                               c [Hv][rows], W' [Hv][rows][dk], U' then V_new [Hv][rows][dv] */
+                               W' [Hv][rows][dk], U' then V_new [Hv][rows][dv], c [Hv][rows] */
     vw_cu_gdn_pass pass[2]; /* state passes, in this order: a pass may start from the
                                final states the previous one wrote (prefixes, then blocks) */
+    vw_cuda_precision prec; /* FP32: the SIMT kernels; BF16, BF16X2: tensor cores where
+                               taken (set it: zero is BF16) */
 } vw_cu_gdn;
 
-/* The chunked delta rule: gdn_prep_k over all chunks, gdn_state_k per pass,
- * gdn_out_k over all chunks (delta_rule.cu). Every output row of the chunks
- * is written. */
+/* The chunked delta rule: a prep kernel over all chunks, the state kernel per
+ * pass, the output kernel over all chunks. FP32, or a shape the tensor-core
+ * kernels do not take: gdn_prep_k, gdn_state_k, gdn_out_k (FP32 SIMT,
+ * delta_rule.cu); otherwise gdn_prep_tc_k, gdn_state_tc_k, gdn_out_tc_k
+ * (3xTF32 products, delta_rule_tc.cu: BF16 or BF16X2, dk and dv multiples of
+ * 32 up to 256, 16-byte aligned operands). Every output row of the chunks is
+ * written. */
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
 /* The first kernel only: fills the scratch's c, W' and U' (tests). */
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
@@ -163,8 +169,9 @@ size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv);
  * as (first row, rows) pairs. Returns the count (<= total rows); chunks has
  * room for 2*rows ints. */
 size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks);
-/* VW_OK when the device can run the delta rule / attention kernels at these
- * sizes (shared memory, head widths); else VW_EUNSUPPORTED naming the limit. */
+/* VW_OK when the device can run the delta rule (both kernel sets) / attention
+ * kernels at these sizes (shared memory, head widths); else VW_EUNSUPPORTED
+ * naming the limit. */
 vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err);
 vw_status vw_cu_attn_supported(size_t hd, vw_err *err);
 

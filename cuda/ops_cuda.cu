@@ -322,8 +322,8 @@ static size_t span(size_t T, size_t ld, size_t width) {
 
 // The device side of a delta-rule op: io's buffers, the sequences, their
 // chunks and the scratch, uploaded into d; the caller sets the passes.
-static vw_status gdn_upload(dev_bufs &d, const vw_gdn_io *io, const vw_cuda_seg *segs,
-                            size_t n_segs, vw_cu_gdn *a, vw_err *err) {
+static vw_status gdn_upload(dev_bufs &d, vw_cuda_precision prec, const vw_gdn_io *io,
+                            const vw_cuda_seg *segs, size_t n_segs, vw_cu_gdn *a, vw_err *err) {
     const size_t kw = io->Hk * io->dk, vw = io->Hv * io->dv, T = io->T;
     for (size_t i = 0; i < n_segs; i++)
         if (segs[i].start < 0 || segs[i].len < 0 || (size_t)segs[i].start + segs[i].len > T)
@@ -335,7 +335,7 @@ static vw_status gdn_upload(dev_bufs &d, const vw_gdn_io *io, const vw_cuda_seg 
     *a = vw_cu_gdn{};
     a->n_chunks = vw_cu_gdn_chunks(segs, n_segs, chunks);
     a->ldq = io->ldq, a->ldk = io->ldk, a->ldv = io->ldv, a->ldo = io->ldo;
-    a->Hk = io->Hk, a->Hv = io->Hv, a->dk = io->dk, a->dv = io->dv, a->rows = T;
+    a->Hk = io->Hk, a->Hv = io->Hv, a->dk = io->dk, a->dv = io->dv, a->rows = T, a->prec = prec;
     vw_status st = d.put(&a->q, io->q, span(T, io->ldq, kw) * 4, err);
     if (st == VW_OK)
         st = d.put(&a->k, io->k, span(T, io->ldk, kw) * 4, err);
@@ -374,15 +374,16 @@ static vw_status gdn_segs(const vw_gdn_io *io, const size_t *seq_len, size_t n_s
     return VW_OK;
 }
 
-extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
-                                    const float *state_in, float *state_out, vw_err *err) {
+extern "C" vw_status vw_cuda_op_gdn(vw_cuda_precision prec, const vw_gdn_io *io,
+                                    const size_t *seq_len, size_t n_seq, const float *state_in,
+                                    float *state_out, vw_err *err) {
     dev_bufs d;
     vw_cu_gdn a = {};
     const size_t sbytes = n_seq * io->Hv * io->dk * io->dv * 4;
     vw_cuda_seg *segs = nullptr;
     vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);
     if (st == VW_OK)
-        st = gdn_upload(d, io, segs, n_seq, &a, err);
+        st = gdn_upload(d, prec, io, segs, n_seq, &a, err);
     vw_cu_gdn_pass &p = a.pass[0];
     p.n_segs = n_seq;
     if (st == VW_OK && state_in)
@@ -401,9 +402,9 @@ extern "C" vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, 
     return st;
 }
 
-extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg *segs,
-                                         size_t n_segs, size_t n_pre, size_t n_slots, float *slots,
-                                         vw_err *err) {
+extern "C" vw_status vw_cuda_op_gdn_tree(vw_cuda_precision prec, const vw_gdn_io *io,
+                                         const vw_cuda_seg *segs, size_t n_segs, size_t n_pre,
+                                         size_t n_slots, float *slots, vw_err *err) {
     dev_bufs d;
     vw_cu_gdn a = {};
     const size_t sbytes = n_slots * io->Hv * io->dk * io->dv * 4;
@@ -414,7 +415,7 @@ extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg 
     if (n_pre > n_segs)
         return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn_tree: %zu of %zu prefixes", n_pre,
                        n_segs);
-    vw_status st = gdn_upload(d, io, segs, n_segs, &a, err);
+    vw_status st = gdn_upload(d, prec, io, segs, n_segs, &a, err);
     vw_cuda_seg *dsegs = nullptr;
     float *dslots = nullptr;
     if (st == VW_OK)
@@ -432,23 +433,24 @@ extern "C" vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg 
     return st;
 }
 
-extern "C" vw_status vw_cuda_op_gdn_prep(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
-                                         float *c, float *w, float *u, vw_err *err) {
+extern "C" vw_status vw_cuda_op_gdn_prep(vw_cuda_precision prec, const vw_gdn_io *io,
+                                         const size_t *seq_len, size_t n_seq, float *c, float *w,
+                                         float *u, vw_err *err) {
     dev_bufs d;
     vw_cu_gdn a = {};
     const size_t T = io->T, Hv = io->Hv;
     vw_cuda_seg *segs = nullptr;
     vw_status st = gdn_segs(io, seq_len, n_seq, &segs, err);
     if (st == VW_OK)
-        st = gdn_upload(d, io, segs, n_seq, &a, err);
+        st = gdn_upload(d, prec, io, segs, n_seq, &a, err);
     if (st == VW_OK)
         st = vw_cu_gdn_prep(&a, 0, err);
+    if (st == VW_OK) /* kernels.cuh: W', U', c */
+        st = get(w, a.ws, T * Hv * io->dk * 4, err);
     if (st == VW_OK)
-        st = get(c, a.ws, T * Hv * 4, err);
+        st = get(u, a.ws + T * Hv * io->dk, T * Hv * io->dv * 4, err);
     if (st == VW_OK)
-        st = get(w, a.ws + T * Hv, T * Hv * io->dk * 4, err);
-    if (st == VW_OK)
-        st = get(u, a.ws + T * Hv * (1 + io->dk), T * Hv * io->dv * 4, err);
+        st = get(c, a.ws + T * Hv * (io->dk + io->dv), T * Hv * 4, err);
     free(segs);
     return st;
 }

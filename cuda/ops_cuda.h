@@ -125,25 +125,28 @@ vw_status vw_cuda_op_tf32_round(const float *x, size_t n, float *y, vw_err *err)
 /* The chunked gated delta rule (chunk 64) of io's T rows split into n_seq
  * consecutive sequences of lengths seq_len[]; sequence i starts from
  * state_in[i] ([Hv, dk, dv]; NULL: zeros) and leaves its final state in
- * state_out[i] (NULL: not kept). io's pointers are host buffers. */
-vw_status vw_cuda_op_gdn(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq,
-                         const float *state_in, float *state_out, vw_err *err);
+ * state_out[i] (NULL: not kept). io's pointers are host buffers. prec picks
+ * the kernels as the executor does: FP32 the SIMT ones, BF16 and BF16X2 the
+ * tensor-core ones (3xTF32) where they take the shape (kernels.cuh). */
+vw_status vw_cuda_op_gdn(vw_cuda_precision prec, const vw_gdn_io *io, const size_t *seq_len,
+                         size_t n_seq, const float *state_in, float *state_out, vw_err *err);
 
 /* The executor's two passes: segs[0, n_pre) (prefixes) run from zero and
  * leave their final state in slot seg.state of slots ([n_slots, Hv, dk, dv];
  * NULL: not returned); then segs[n_pre, n_segs) (blocks) start from slot
  * seg.state. Sequences index io's rows (start, len); io's pointers are host
  * buffers. */
-vw_status vw_cuda_op_gdn_tree(const vw_gdn_io *io, const vw_cuda_seg *segs, size_t n_segs,
-                              size_t n_pre, size_t n_slots, float *slots, vw_err *err);
+vw_status vw_cuda_op_gdn_tree(vw_cuda_precision prec, const vw_gdn_io *io, const vw_cuda_seg *segs,
+                              size_t n_segs, size_t n_pre, size_t n_slots, float *slots,
+                              vw_err *err);
 
 /* The delta rule's first kernel alone (kernels.cuh vw_cu_gdn_prep) on the
  * sequences of vw_cuda_op_gdn, returning its scratch: per value head h and
  * row t (chunks of 64 from each sequence's start) c[h*T + t] = cumsum of g
  * within the chunk, w[(h*T + t)*dk + d] = W' = (I + L)^-1 beta e^c K and
  * u[(h*T + t)*dv + j] = U' = (I + L)^-1 beta V (docs/spec/backbone.md §4.1). */
-vw_status vw_cuda_op_gdn_prep(const vw_gdn_io *io, const size_t *seq_len, size_t n_seq, float *c,
-                              float *w, float *u, vw_err *err);
+vw_status vw_cuda_op_gdn_prep(vw_cuda_precision prec, const vw_gdn_io *io, const size_t *seq_len,
+                              size_t n_seq, float *c, float *w, float *u, vw_err *err);
 
 #ifdef __cplusplus
 }
