@@ -132,9 +132,9 @@ inline vw_status smem_for(const kernel_smem &k, vw_err *err) {
 
 /* The tensor-core kernels (delta_rule_tc.cu). vw_gdn_tc_takes: whether they
  * take this call — BF16 or BF16X2; dk and dv multiples of 32, at most 256;
- * q, k, v, out, ws 16-byte aligned and ldq, ldk, ldv, ldo multiples of 4;
- * each pass at most 65,535 sequences. The others mirror vw_cu_gdn_prep, one
- * state pass, and the output kernel; vw_gdn_tc_smem opts the three into
+ * q, k, v, out, ws 16-byte aligned and ldq, ldk, ldv, ldo multiples of 4
+ * (nothing that depends on the batch). The others mirror vw_cu_gdn_prep, one
+ * state pass (any number of sequences), and the output kernel; vw_gdn_tc_smem opts the three into
  * their shared memory for dk (VW_OK when the shape is not taken). */
 int vw_gdn_tc_takes(const vw_cu_gdn *a);
 vw_status vw_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);

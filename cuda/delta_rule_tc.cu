@@ -389,8 +389,7 @@ int vw_gdn_tc_takes(const vw_cu_gdn *a) {
     const uintptr_t align =
         (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->out | (uintptr_t)a->ws;
     return a->prec != VW_CUDA_FP32 && shape_taken(a->dk, a->dv) && align % 16 == 0 &&
-           (a->ldq | a->ldk | a->ldv | a->ldo) % 4 == 0 && a->pass[0].n_segs <= 65535 &&
-           a->pass[1].n_segs <= 65535;
+           (a->ldq | a->ldk | a->ldv | a->ldo) % 4 == 0;
 }
 
 vw_status vw_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
@@ -416,8 +415,17 @@ vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStrea
     vw_status st = vw_gdn::smem_for(t[1], err);
     if (st != VW_OK)
         return st;
-    dim3 grid((unsigned)(a->dv / VS), (unsigned)p->n_segs, (unsigned)a->Hv);
-    return VW_LAUNCH(err, gdn_state_tc_k, grid, THREADS, t[1].bytes, s, *a, *p);
+    // grid y <= 65,535: a pass of more sequences runs as several launches (they
+    // are independent), so no batch falls back to other kernels
+    constexpr size_t max_y = 65535;
+    for (size_t s0 = 0; s0 < p->n_segs && st == VW_OK; s0 += max_y) {
+        vw_cu_gdn_pass part = *p;
+        part.segs = p->segs + s0;
+        part.n_segs = p->n_segs - s0 < max_y ? p->n_segs - s0 : max_y;
+        dim3 grid((unsigned)(a->dv / VS), (unsigned)part.n_segs, (unsigned)a->Hv);
+        st = VW_LAUNCH(err, gdn_state_tc_k, grid, THREADS, t[1].bytes, s, *a, part);
+    }
+    return st;
 }
 
 vw_status vw_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
