@@ -38,8 +38,6 @@ using vw_gdn::ws_view;
 constexpr int DP = 64;       // columns per staged tile
 constexpr int LA = DP + 4;   // stride of a tile read along rows
 constexpr int LB = DP + 8;   // stride of a tile read down columns
-constexpr int VS = 16;       // value columns per state-pass block
-constexpr int LS = VS + 8;   // stride of S and V_new (read down columns)
 constexpr int KC = 32;       // summed dims per accumulation chain
 constexpr int THREADS = 256; // 8 warps
 constexpr int MAX_D = 256;   // widest dk, dv taken
@@ -108,23 +106,31 @@ __device__ __forceinline__ void warp_mma(float acc[NT][4], const FA &A, const FB
 }
 
 // Two products sharing their B operand (W' S and (Q e^c) S share S's
-// fragments): acc1 += A1 B, acc2 += A2 B over one 16 x 8 tile, chained as warp_mma.
-template <class FA, class FB>
-__device__ __forceinline__ void warp_mma2(float acc1[4], float acc2[4], const FA &A1, const FA &A2,
-                                          const FB &B, int k0, int k1) {
+// fragments): acc1 += A1 B, acc2 += A2 B over 16 x 8 NT tiles, chained as
+// warp_mma (per element the same MMAs in the same order).
+template <int NT, class FA, class FB>
+__device__ __forceinline__ void warp_mma2(float acc1[NT][4], float acc2[NT][4], const FA &A1,
+                                          const FA &A2, const FB &B, int k0, int k1) {
     for (int c0 = k0; c0 < k1; c0 += KC) {
-        float d1[4] = {}, d2[4] = {};
+        float d1[NT][4] = {}, d2[NT][4] = {};
         const int ce = min_i(c0 + KC, k1);
         for (int k = c0; k < ce; k += 8) {
-            uint32_t ab[4], as[4], bb[2], bs[2];
-            frag_b(B, k, 0, bb, bs);
-            frag_a(A1, k, ab, as);
-            vw_mma_x3<VW_MMA_TF32>(d1, ab, as, bb, bs);
-            frag_a(A2, k, ab, as);
-            vw_mma_x3<VW_MMA_TF32>(d2, ab, as, bb, bs);
+            uint32_t a1b[4], a1s[4], a2b[4], a2s[4];
+            frag_a(A1, k, a1b, a1s);
+            frag_a(A2, k, a2b, a2s);
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) {
+                uint32_t bb[2], bs[2];
+                frag_b(B, k, 8 * nt, bb, bs);
+                vw_mma_x3<VW_MMA_TF32>(d1[nt], a1b, a1s, bb, bs);
+                vw_mma_x3<VW_MMA_TF32>(d2[nt], a2b, a2s, bb, bs);
+            }
         }
-        for (int i = 0; i < 4; i++)
-            acc1[i] += d1[i], acc2[i] += d2[i];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc1[nt][i] += d1[nt][i], acc2[nt][i] += d2[nt][i];
     }
 }
 
@@ -238,18 +244,27 @@ __global__ void __launch_bounds__(THREADS) gdn_prep_tc_k(vw_cu_gdn a) {
 
 // ---- kernel 2: the state pass, sequential over a sequence's chunks ---------------
 
-size_t state_floats(size_t dk) {
-    return dk * LS + CH * LS + 2 * CH + CH * LB + CH * LA;
+// Value columns per block: VS = 16 (NARROW: 8 blocks per head at dv 128, for
+// passes of few sequences) or 64 (WIDE: a quarter of the blocks, each reading
+// the chunk's W', Q, K tiles once for 4x the columns, for passes of many). An
+// element's operations are the same in both, so its value is too.
+constexpr int NARROW = 16, WIDE = 64;
+
+size_t state_floats(size_t dk, int vs) {
+    const size_t ls = (size_t)vs + 8;
+    return dk * ls + CH * ls + 2 * CH + CH * LB + CH * LA;
 }
 
-// Warp w: phase 1 rows 16 (w >> 1) .. of the chunk x value columns 8 (w & 1)
-// .. of the slice; phase 2 key rows d0 + 16 (w >> 1) .. of a 64-dim tile x the
-// same columns. Each S element is written by one lane.
+// Warp w: phase 1 rows 16 (w >> 1) .. of the chunk x value columns
+// (w & 1) VS / 2 .. + VS / 2 - 1 of the slice; phase 2 key rows d0 + 16 (w >> 1)
+// .. of a 64-dim tile x the same columns. Each S element is written by one lane.
+template <int VS>
 __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn_pass p) {
+    constexpr int LS = VS + 8, NT = VS / 16; // S, V_new stride (read down columns); n-tiles
     VW_DYN_SMEM(float, sm);
     const size_t dk = a.dk, dv = a.dv, h = blockIdx.z, j0 = (size_t)blockIdx.x * VS;
     const size_t kh = h / (a.Hv / a.Hk);
-    const int warp = threadIdx.x >> 5, mi = warp >> 1, nt = warp & 1;
+    const int warp = threadIdx.x >> 5, mi = warp >> 1, c0 = 8 * NT * (warp & 1);
     const vw_cuda_seg sg = p.segs[blockIdx.y];
     float *S = sm, *Vn = S + dk * LS;        // [dk][LS] the state slice; [CH][LS] V_new
     float *ec = Vn + CH * LS, *kd = ec + CH; // e^{c_i}, e^{c_last - c_i}
@@ -274,7 +289,7 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
         }
         __syncthreads();
         // V_new = U' - W' S and O = (Q e^c) S over key tiles (CPU: two sgemm)
-        float aw[4] = {}, aq[4] = {};
+        float aw[NT][4] = {}, aq[NT][4] = {};
         for (size_t d0 = 0; d0 < dk; d0 += DP) {
             const int nd = min_i(DP, (int)(dk - d0));
             if (d0)
@@ -283,20 +298,21 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             stage(Y, LA, a.q + kh * dk + d0, a.ldq, r0, n, nd, ec);
             __syncthreads();
             if (16 * mi < n)
-                warp_mma2(aw, aq, rowm{X + 16 * mi * LA, LA}, rowm{Y + 16 * mi * LA, LA},
-                          rowm{S + d0 * LS + 8 * nt, LS}, 0, nd);
+                warp_mma2<NT>(aw, aq, rowm{X + 16 * mi * LA, LA}, rowm{Y + 16 * mi * LA, LA},
+                              rowm{S + d0 * LS + c0, LS}, 0, nd);
         }
-        for (int e = 0; e < 4; e++) {
-            const int i = 16 * mi + c_row(e), jc = 8 * nt + c_col(e);
-            float vn = 0.0f;
-            if (i < n) {
-                float *u = w.u + (h * a.rows + r0 + i) * dv + j0 + jc;
-                vn = *u - aw[e];
-                *u = vn;
-                a.out[(r0 + i) * a.ldo + h * dv + j0 + jc] = aq[e];
+        for (int nt = 0; nt < NT; nt++)
+            for (int e = 0; e < 4; e++) {
+                const int i = 16 * mi + c_row(e), jc = c0 + 8 * nt + c_col(e);
+                float vn = 0.0f;
+                if (i < n) {
+                    float *u = w.u + (h * a.rows + r0 + i) * dv + j0 + jc;
+                    vn = *u - aw[nt][e];
+                    *u = vn;
+                    a.out[(r0 + i) * a.ldo + h * dv + j0 + jc] = aq[nt][e];
+                }
+                Vn[i * LS + jc] = vn;
             }
-            Vn[i * LS + jc] = vn;
-        }
         __syncthreads();
         // S = e^{c_last} S + (K e^{c_last - c})^T V_new (CPU: S *= el, then sgemm)
         const float el = ec[n - 1];
@@ -308,12 +324,13 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             __syncthreads();
             if (16 * mi >= nd)
                 continue;
-            float acc[1][4] = {};
-            warp_mma<1>(acc, colm{X + 16 * mi, LB}, rowm{Vn + 8 * nt, LS}, 0, kn);
-            for (int e = 0; e < 4; e++) {
-                float *s = S + (d0 + 16 * mi + c_row(e)) * LS + 8 * nt + c_col(e);
-                *s = fmaf(el, *s, acc[0][e]);
-            }
+            float acc[NT][4] = {};
+            warp_mma<NT>(acc, colm{X + 16 * mi, LB}, rowm{Vn + c0, LS}, 0, kn);
+            for (int nt = 0; nt < NT; nt++)
+                for (int e = 0; e < 4; e++) {
+                    float *s = S + (d0 + 16 * mi + c_row(e)) * LS + c0 + 8 * nt + c_col(e);
+                    *s = fmaf(el, *s, acc[nt][e]);
+                }
         }
         __syncthreads(); // S updated; ec, Vn and the tiles free for the next chunk
     }
@@ -373,14 +390,29 @@ __global__ void __launch_bounds__(THREADS) gdn_out_tc_k(vw_cu_gdn a) {
     }
 }
 
-void smem_table(size_t dk, vw_gdn::kernel_smem t[3]) {
-    t[0] = {(const void *)gdn_prep_tc_k, prep_floats * sizeof(float), "gdn_prep_tc_k"};
-    t[1] = {(const void *)gdn_state_tc_k, state_floats(dk) * sizeof(float), "gdn_state_tc_k"};
-    t[2] = {(const void *)gdn_out_tc_k, out_floats * sizeof(float), "gdn_out_tc_k"};
+// The kernels and their shared memory: prep, state (narrow, wide), out.
+enum { K_PREP, K_NARROW, K_WIDE, K_OUT, K_COUNT };
+void smem_table(size_t dk, vw_gdn::kernel_smem t[K_COUNT]) {
+    t[K_PREP] = {(const void *)gdn_prep_tc_k, prep_floats * sizeof(float), "gdn_prep_tc_k"};
+    t[K_NARROW] = {(const void *)gdn_state_tc_k<NARROW>, state_floats(dk, NARROW) * sizeof(float),
+                   "gdn_state_tc_k<16>"};
+    t[K_WIDE] = {(const void *)gdn_state_tc_k<WIDE>, state_floats(dk, WIDE) * sizeof(float),
+                 "gdn_state_tc_k<64>"};
+    t[K_OUT] = {(const void *)gdn_out_tc_k, out_floats * sizeof(float), "gdn_out_tc_k"};
 }
 
 bool shape_taken(size_t dk, size_t dv) {
     return dk && dv && dk % 32 == 0 && dv % 32 == 0 && dk <= MAX_D && dv <= MAX_D;
+}
+
+// Wide slices where they fit sm_89's 99 KB (dk <= 128: 91,648 bytes) and the
+// pass has enough (sequence, head) pairs to fill the GPU with a quarter of the
+// blocks (256 pairs: 512 blocks at dv 128).
+bool wide_fits(size_t dk, size_t dv) {
+    return dv % WIDE == 0 && dk <= 128;
+}
+bool wide_for(const vw_cu_gdn *a, const vw_cu_gdn_pass *p) {
+    return wide_fits(a->dk, a->dv) && p->n_segs * a->Hv >= 256;
 }
 
 } // namespace
@@ -395,11 +427,12 @@ int vw_gdn_tc_takes(const vw_cu_gdn *a) {
 vw_status vw_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
     if (!shape_taken(dk, dv))
         return VW_OK;
-    vw_gdn::kernel_smem t[3];
+    vw_gdn::kernel_smem t[K_COUNT];
     smem_table(dk, t);
     vw_status st = VW_OK;
-    for (int i = 0; i < 3 && st == VW_OK; i++)
-        st = vw_gdn::smem_for(t[i], err);
+    for (int i = 0; i < K_COUNT && st == VW_OK; i++)
+        if (i != K_WIDE || wide_fits(dk, dv))
+            st = vw_gdn::smem_for(t[i], err);
     return st;
 }
 
@@ -410,11 +443,11 @@ vw_status vw_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
 
 vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
                           vw_err *err) {
-    vw_gdn::kernel_smem t[3];
+    vw_gdn::kernel_smem t[K_COUNT];
     smem_table(a->dk, t);
-    vw_status st = vw_gdn::smem_for(t[1], err);
-    if (st != VW_OK)
-        return st;
+    const bool wide = wide_for(a, p);
+    const vw_gdn::kernel_smem &k = t[wide ? K_WIDE : K_NARROW];
+    vw_status st = vw_gdn::smem_for(k, err);
     // grid y <= 65,535: a pass of more sequences runs as several launches (they
     // are independent), so no batch falls back to other kernels
     constexpr size_t max_y = 65535;
@@ -422,8 +455,10 @@ vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStrea
         vw_cu_gdn_pass part = *p;
         part.segs = p->segs + s0;
         part.n_segs = p->n_segs - s0 < max_y ? p->n_segs - s0 : max_y;
-        dim3 grid((unsigned)(a->dv / VS), (unsigned)part.n_segs, (unsigned)a->Hv);
-        st = VW_LAUNCH(err, gdn_state_tc_k, grid, THREADS, t[1].bytes, s, *a, part);
+        dim3 grid((unsigned)(a->dv / (wide ? WIDE : NARROW)), (unsigned)part.n_segs,
+                  (unsigned)a->Hv);
+        st = wide ? VW_LAUNCH(err, gdn_state_tc_k<WIDE>, grid, THREADS, k.bytes, s, *a, part)
+                  : VW_LAUNCH(err, gdn_state_tc_k<NARROW>, grid, THREADS, k.bytes, s, *a, part);
     }
     return st;
 }

@@ -143,49 +143,73 @@ static void ref_seq(const gdn_case *c, size_t t0, size_t len, float *S, float *o
     free(ws);
 }
 
-/* Five sequences in one launch (lengths across the chunk edge, 1-token ones),
- * each with its own initial state: outputs and final states against the CPU
- * chunked form, and each sequence run alone equals its rows in the batch bit
- * for bit. */
-static void packed(vw_cuda_precision prec) {
-    vw_rng r = {300};
-    const size_t lens[5] = {65, 1, 130, 64, 1}, T = 261, Hv = 4, dk = 32, dv = 32;
+/* Sequences of lens[] packed in one launch, each with its own initial state:
+ * outputs and final states against the CPU chunked form, and each sequence
+ * run alone equals its rows in the batch bit for bit. Returns the batch's
+ * initial and final states and outputs (caller frees) for more checks. */
+typedef struct packed_run {
+    gdn_case c;
+    float *S0, *S, *o;
+} packed_run;
+
+static packed_run packed_case(vw_cuda_precision prec, const size_t *lens, size_t n_seq, size_t Hk,
+                              size_t Hv, size_t dk, size_t dv, uint64_t seed) {
+    vw_rng r = {seed};
+    size_t T = 0;
+    for (size_t i = 0; i < n_seq; i++)
+        T += lens[i];
     const size_t ns = Hv * dk * dv;
-    gdn_case c = gdn_make(&r, T, 2, Hv, dk, dv);
-    float *S0 = vw_rng_floats(&r, 5 * ns, -0.5f, 0.5f), *S = malloc(5 * ns * 4),
-          *S1 = malloc(ns * 4);
-    float *o = malloc(T * Hv * dv * 4), *o1 = malloc(T * Hv * dv * 4);
-    float *ref = malloc(T * Hv * dv * 4), *Sref = vw_floats_dup(S0, 5 * ns);
+    packed_run pr = {gdn_make(&r, T, Hk, Hv, dk, dv), NULL, NULL, NULL};
+    gdn_case *c = &pr.c;
+    pr.S0 = vw_rng_floats(&r, n_seq * ns, -0.5f, 0.5f), pr.S = malloc(n_seq * ns * 4);
+    pr.o = malloc(T * Hv * dv * 4);
+    float *S1 = malloc(ns * 4), *o1 = malloc(T * Hv * dv * 4);
+    float *ref = malloc(T * Hv * dv * 4), *Sref = vw_floats_dup(pr.S0, n_seq * ns);
     vw_err err = {0};
-    vw_gdn_io io = gdn_io(&c, 0, T, o);
-    vw_expect_ok(vw_cuda_op_gdn(prec, &io, lens, 5, S0, S, &err), &err);
+    vw_gdn_io io = gdn_io(c, 0, T, pr.o);
+    vw_expect_ok(vw_cuda_op_gdn(prec, &io, lens, n_seq, pr.S0, pr.S, &err), &err);
     size_t t0 = 0;
-    for (size_t i = 0; i < 5; i++) {
-        ref_seq(&c, t0, lens[i], Sref + i * ns, ref);
-        vw_gdn_io one = gdn_io(&c, t0, lens[i], o1 + t0 * Hv * dv);
-        vw_expect_ok(vw_cuda_op_gdn(prec, &one, &lens[i], 1, S0 + i * ns, S1, &err), &err);
-        cr_expect(!memcmp(o1 + t0 * Hv * dv, o + t0 * Hv * dv, lens[i] * Hv * dv * 4),
+    for (size_t i = 0; i < n_seq; i++) {
+        ref_seq(c, t0, lens[i], Sref + i * ns, ref);
+        vw_gdn_io one = gdn_io(c, t0, lens[i], o1 + t0 * Hv * dv);
+        vw_expect_ok(vw_cuda_op_gdn(prec, &one, &lens[i], 1, pr.S0 + i * ns, S1, &err), &err);
+        cr_expect(!memcmp(o1 + t0 * Hv * dv, pr.o + t0 * Hv * dv, lens[i] * Hv * dv * 4),
                   "sequence %zu: packed output differs from alone", i);
-        cr_expect(!memcmp(S1, S + i * ns, ns * 4), "sequence %zu: packed state differs", i);
+        cr_expect(!memcmp(S1, pr.S + i * ns, ns * 4), "sequence %zu: packed state differs", i);
         t0 += lens[i];
     }
-    char name[64];
-    snprintf(name, sizeof name, "%s packed (5 seqs) vs chunked", vw_cuda_precision_name(prec));
-    vw_expect_close(name, o, ref, T * Hv * dv, 2e-5, 2e-4);
+    char name[96];
+    snprintf(name, sizeof name, "%s packed (%zu seqs, Hv %zu) vs chunked",
+             vw_cuda_precision_name(prec), n_seq, Hv);
+    vw_expect_close(name, pr.o, ref, T * Hv * dv, 2e-5, 2e-4);
     snprintf(name, sizeof name, "%s packed final states", vw_cuda_precision_name(prec));
-    vw_expect_close(name, S, Sref, 5 * ns, 2e-5, 2e-4);
-    /* an empty sequence keeps its initial state and leaves the next one as it was */
+    vw_expect_close(name, pr.S, Sref, n_seq * ns, 2e-5, 2e-4);
+    free(S1), free(o1), free(ref), free(Sref);
+    return pr;
+}
+
+static void packed_free(packed_run *pr) {
+    free(pr->S0), free(pr->S), free(pr->o);
+    gdn_free(&pr->c);
+}
+
+/* Five sequences in one launch (lengths across the chunk edge, 1-token ones);
+ * then an empty sequence, which keeps its initial state and leaves the next
+ * one as it was. */
+static void packed(vw_cuda_precision prec) {
+    const size_t lens[5] = {65, 1, 130, 64, 1}, Hv = 4, dk = 32, dv = 32, ns = Hv * dk * dv;
+    packed_run pr = packed_case(prec, lens, 5, 2, Hv, dk, dv, 300);
     const size_t lz[2] = {0, 65};
-    float *Sin = malloc(2 * ns * 4), *Sz = malloc(2 * ns * 4);
-    memcpy(Sin, S0 + ns, ns * 4), memcpy(Sin + ns, S0, ns * 4);
-    vw_gdn_io z = gdn_io(&c, 0, 65, o1);
+    float *Sin = malloc(2 * ns * 4), *Sz = malloc(2 * ns * 4), *oz = malloc(65 * Hv * dv * 4);
+    memcpy(Sin, pr.S0 + ns, ns * 4), memcpy(Sin + ns, pr.S0, ns * 4);
+    vw_err err = {0};
+    vw_gdn_io z = gdn_io(&pr.c, 0, 65, oz);
     vw_expect_ok(vw_cuda_op_gdn(prec, &z, lz, 2, Sin, Sz, &err), &err);
     cr_expect(!memcmp(Sz, Sin, ns * 4), "empty sequence: final state is not the initial one");
-    cr_expect(!memcmp(Sz + ns, S, ns * 4) && !memcmp(o1, o, 65 * Hv * dv * 4),
+    cr_expect(!memcmp(Sz + ns, pr.S, ns * 4) && !memcmp(oz, pr.o, 65 * Hv * dv * 4),
               "the sequence after an empty one differs");
-    free(Sin), free(Sz);
-    free(S0), free(S), free(S1), free(o), free(o1), free(ref), free(Sref);
-    gdn_free(&c);
+    free(Sin), free(Sz), free(oz);
+    packed_free(&pr);
 }
 
 /* The executor's hand-off: two trees packed as prefixes (130 and 1 rows) then
@@ -417,6 +441,15 @@ Test(cuda_delta, fp32_prep_intermediates, .init = need_gpu) {
 Test(cuda_delta, tc_prep_intermediates, .init = need_gpu) {
     prep_intermediates(VW_CUDA_BF16X2);
 }
+/* A pass of many (sequence, head) pairs runs the tensor-core state pass in
+ * 64-column slices, each sequence alone in 16-column ones (delta_rule_tc.cu
+ * wide_for): the numbers must not change, bit for bit. */
+Test(cuda_delta, tc_wide_slices, .init = need_gpu) {
+    const size_t lens[17] = {1, 64, 65, 3, 130, 7, 64, 2, 1, 40, 70, 5, 1, 9, 66, 11, 33};
+    packed_run pr = packed_case(VW_CUDA_BF16X2, lens, 17, 4, 16, 64, 64, 700);
+    packed_free(&pr);
+}
+
 Test(cuda_delta, tc_path, .init = need_gpu) {
     path_case(32, 32, 1, 600);
     path_case(128, 64, 1, 601);
