@@ -23,8 +23,12 @@
 // Q·Kᵀ, the inverse and the state stay FP32 (spec §4.4). Every sum is one
 // FMA chain in a fixed index order (tile_mma, the scan's fixed tree, the
 // block merges), so a row's value never depends on the launch or on the
-// other sequences of the batch (tests: delta_rule_packed, tree_batching_bit_exact).
-#include "delta_rule.cuh"
+// other sequences of the batch (tests: fp32_packed, tree_batching_bit_exact).
+//
+// These are the fp32 precision's kernels and the fallback: vw_cu_gdn_run and
+// vw_cu_gdn_prep hand BF16 and BF16X2 calls that vw_cu_gdn_tc_takes to the
+// tensor-core kernels of delta_rule_tc.cu (same steps, same scratch).
+#include "delta_rule_common.cuh"
 
 namespace {
 
@@ -385,15 +389,15 @@ vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err) {
     vw_status st = VW_OK;
     for (int i = 0; i < 3 && st == VW_OK; i++)
         st = vw_cuda_smem_optin(t[i].fn, t[i].bytes, t[i].name, err);
-    return st == VW_OK ? vw_gdn_tc_smem(dk, dv, err) : st;
+    return st == VW_OK ? vw_cu_gdn_tc_smem(dk, dv, err) : st;
 }
 
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     vw_status st = check_shape(a, err);
     if (st != VW_OK || !a->n_chunks)
         return st;
-    if (vw_gdn_tc_takes(a))
-        return vw_gdn_tc_prep(a, s, err);
+    if (vw_cu_gdn_tc_takes(a))
+        return vw_cu_gdn_tc_prep(a, s, err);
     vw_gdn::kernel_smem t[3];
     smem_table(a->dk, t);
     if ((st = vw_gdn::smem_for(t[0], err)) != VW_OK)
@@ -404,7 +408,7 @@ vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
 
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     vw_status st = vw_cu_gdn_prep(a, s, err);
-    const bool tc = vw_gdn_tc_takes(a);
+    const bool tc = vw_cu_gdn_tc_takes(a);
     vw_gdn::kernel_smem t[3];
     smem_table(a->dk, t);
     for (int i = 1; i < 3 && st == VW_OK && !tc; i++)
@@ -414,7 +418,7 @@ vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
         if (!p.n_segs)
             continue;
         if (tc) {
-            st = vw_gdn_tc_state(a, &p, s, err);
+            st = vw_cu_gdn_tc_state(a, &p, s, err);
             continue;
         }
         dim3 grid((unsigned)p.n_segs, vw_blocks_for(a->dv, VS), (unsigned)a->Hv);
@@ -423,7 +427,7 @@ vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     if (st != VW_OK || !a->n_chunks)
         return st;
     if (tc)
-        return vw_gdn_tc_out(a, s, err);
+        return vw_cu_gdn_tc_out(a, s, err);
     return VW_LAUNCH(err, gdn_out_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), TILE_THREADS,
                      t[2].bytes, s, *a);
 }

@@ -6,8 +6,8 @@
 //
 //   gdn_prep_tc_k  grid (chunk, v-head): c = cumsum(g); K K^T -> L; the FP32
 //                  inverse A = (I + L)^-1; U' = A (beta V), W' = A (beta e^c K)
-//   gdn_state_tc_k grid (16 value columns, sequence, v-head), per pass, the
-//                  only loop over chunks: V_new = U' - W' S, O = (Q e^c) S,
+//   gdn_state_tc_k grid (16 or 64 value columns, sequence, v-head), per pass,
+//                  the only loop over chunks: V_new = U' - W' S, O = (Q e^c) S,
 //                  S = e^{c_last} S + (K e^{c_last - c})^T V_new
 //   gdn_out_tc_k   grid (chunk, v-head): O += (Q K^T ⊙ Γ, causal) V_new
 //
@@ -16,7 +16,7 @@
 // 32 summed dims (4 k-steps, 12 MMAs) whose results are added in FP32 on the
 // CUDA cores, as attention_tc.cu does: the tensor cores' accumulation
 // truncates, so no chain is long. The gate cumsum, Γ, β, the inverse and the
-// state S itself stay FP32 (delta_rule.cuh, shared with the SIMT kernels).
+// state S itself stay FP32 (delta_rule_common.cuh, shared with the SIMT kernels).
 //
 // Tiles: 64 rows x 64 columns in shared memory, FP32, zero-padded past the
 // chunk's rows and the head's columns; a tile whose fragments are read along
@@ -24,8 +24,8 @@
 // read down columns (B operands; K as Aᵀ in Kᵀ V_new) stride 72 (t·72 + g).
 // A warp owns whole 16 x 8 output tiles, and every sum runs in a fixed order
 // that depends only on the chunk's own rows, so a sequence's numbers never
-// depend on the batch (delta_rule_packed, tree_batching_bit_exact).
-#include "delta_rule.cuh"
+// depend on the batch (test_cuda_delta tc_packed, tc_wide_slices).
+#include "delta_rule_common.cuh"
 #include "mma.cuh"
 
 namespace {
@@ -78,59 +78,38 @@ __device__ __forceinline__ void frag_b(const FB &B, int k, int n0, uint32_t big[
     vw_split_tf32(B(k + t + 4, n0 + g), big[1], small[1]);
 }
 
-// acc[nt] += sum_{k0 <= k < k1} A(r, k) B(k, 8 nt + c): the warp's 16 x 8 NT
-// output tile(s), C fragment layout. k0, k1 multiples of 8; each KC dims from
-// k0 sum in a fresh accumulator (3xTF32), added to acc in FP32.
-template <int NT, class FA, class FB>
-__device__ __forceinline__ void warp_mma(float acc[NT][4], const FA &A, const FB &B, int k0,
-                                         int k1) {
+// acc[a][nt] += sum_{k0 <= k < k1} A[a](r, k) B(k, 8 nt + c): the warp's
+// 16 x 8 NT output tile(s) of NA products sharing their B operand (W' S and
+// (Q e^c) S share S's fragments), C fragment layout. k0, k1 multiples of 8;
+// each KC dims from k0 sum in a fresh accumulator (3xTF32), added to acc in
+// FP32; per element the same MMAs in the same order whatever NA and NT.
+template <int NA, int NT, class FA, class FB>
+__device__ __forceinline__ void warp_mma(float (&acc)[NA][NT][4], const FA (&A)[NA], const FB &B,
+                                         int k0, int k1) {
     for (int c0 = k0; c0 < k1; c0 += KC) {
-        float d[NT][4] = {};
+        float d[NA][NT][4] = {};
         const int ce = min_i(c0 + KC, k1);
         for (int k = c0; k < ce; k += 8) {
-            uint32_t ab[4], as[4];
-            frag_a(A, k, ab, as);
+            uint32_t ab[NA][4], as[NA][4];
+#pragma unroll
+            for (int m = 0; m < NA; m++)
+                frag_a(A[m], k, ab[m], as[m]);
 #pragma unroll
             for (int nt = 0; nt < NT; nt++) {
                 uint32_t bb[2], bs[2];
                 frag_b(B, k, 8 * nt, bb, bs);
-                vw_mma_x3<VW_MMA_TF32>(d[nt], ab, as, bb, bs);
+#pragma unroll
+                for (int m = 0; m < NA; m++)
+                    vw_mma_x3<VW_MMA_TF32>(d[m][nt], ab[m], as[m], bb, bs);
             }
         }
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+        for (int m = 0; m < NA; m++)
 #pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc[nt][i] += d[nt][i];
-    }
-}
-
-// Two products sharing their B operand (W' S and (Q e^c) S share S's
-// fragments): acc1 += A1 B, acc2 += A2 B over 16 x 8 NT tiles, chained as
-// warp_mma (per element the same MMAs in the same order).
-template <int NT, class FA, class FB>
-__device__ __forceinline__ void warp_mma2(float acc1[NT][4], float acc2[NT][4], const FA &A1,
-                                          const FA &A2, const FB &B, int k0, int k1) {
-    for (int c0 = k0; c0 < k1; c0 += KC) {
-        float d1[NT][4] = {}, d2[NT][4] = {};
-        const int ce = min_i(c0 + KC, k1);
-        for (int k = c0; k < ce; k += 8) {
-            uint32_t a1b[4], a1s[4], a2b[4], a2s[4];
-            frag_a(A1, k, a1b, a1s);
-            frag_a(A2, k, a2b, a2s);
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                uint32_t bb[2], bs[2];
-                frag_b(B, k, 8 * nt, bb, bs);
-                vw_mma_x3<VW_MMA_TF32>(d1[nt], a1b, a1s, bb, bs);
-                vw_mma_x3<VW_MMA_TF32>(d2[nt], a2b, a2s, bb, bs);
-            }
-        }
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                acc1[nt][i] += d1[nt][i], acc2[nt][i] += d2[nt][i];
+                for (int i = 0; i < 4; i++)
+                    acc[m][nt][i] += d[m][nt][i];
     }
 }
 
@@ -144,7 +123,7 @@ __device__ __forceinline__ int c_col(int i) {
 
 // X[i][j] (stride ld) = scale_i * src[(r0 + i) * lds + j] for i < n, j < nc;
 // zero for the other rows and columns of the 64 x 64 tile. float4 moves
-// (vw_gdn_tc_takes checks the alignment; nc % 4 == 0). scale NULL: 1.
+// (vw_cu_gdn_tc_takes checks the alignment; nc % 4 == 0). scale NULL: 1.
 __device__ void stage(float *X, int ld, const float *src, size_t lds, size_t r0, int n, int nc,
                       const float *scale) {
     for (int idx = threadIdx.x; idx < CH * DP / 4; idx += blockDim.x) {
@@ -166,8 +145,8 @@ __device__ void stage(float *X, int ld, const float *src, size_t lds, size_t r0,
 // rows 16 (w >> 1) .., columns 32 (w & 1) .. + 31 (4 n-tiles) and skips tiles
 // wholly above the diagonal and rows past n. Xs, Ys: two tiles of stride LA
 // (Ys == Xs when y == x). Ends past a barrier.
-__device__ void lower_gram(float acc[4][4], const float *x, size_t ldx, const float *y, size_t ldy,
-                           size_t dk, size_t r0, int n, float *Xs, float *Ys) {
+__device__ void lower_gram(float (&acc)[1][4][4], const float *x, size_t ldx, const float *y,
+                           size_t ldy, size_t dk, size_t r0, int n, float *Xs, float *Ys) {
     const int warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
     const bool busy = 32 * nh < 16 * (mi + 1) && 16 * mi < n;
     for (size_t d0 = 0; d0 < dk; d0 += DP) {
@@ -179,7 +158,7 @@ __device__ void lower_gram(float acc[4][4], const float *x, size_t ldx, const fl
             stage(Ys, LA, y + d0, ldy, r0, n, nd, nullptr);
         __syncthreads();
         if (busy)
-            warp_mma<4>(acc, rowm{Xs + 16 * mi * LA, LA}, colm{Ys + 32 * nh * LA, LA}, 0, nd);
+            warp_mma(acc, {rowm{Xs + 16 * mi * LA, LA}}, colm{Ys + 32 * nh * LA, LA}, 0, nd);
     }
     __syncthreads();
 }
@@ -188,28 +167,33 @@ __device__ void lower_gram(float acc[4][4], const float *x, size_t ldx, const fl
 
 constexpr size_t prep_floats = 4 * CH + CH * LB + CH * LA + 3 * 256;
 
-// dst[i][j0 + j] (stride ldd) = (A (scale ⊙ src))[i][j] for the ncols columns
-// of src (rows r0 .., stride ld), by 64-column tiles staged in X: warp w owns
+// dst[i][j] (stride ldd) = (or += with ACC) (A (scale ⊙ src))[i][j] for the
+// ncols columns of src (rows r0 .., stride ld) and rows i < n, A lower
+// triangular (64 x 64, stride LA), by 64-column tiles staged in X: warp w owns
 // output columns 8w .. 8w + 7 of a tile, all m-tiles below row n, each summed
-// over k < 16 (mi + 1) only (A is lower triangular).
-__device__ void apply_tc(const float *A, float *X, const float *src, size_t ld, const float *scale,
-                         float *dst, size_t ldd, size_t r0, int n, int ncols) {
+// over k < 16 (mi + 1) only. Starts with a barrier (X's previous contents).
+template <bool ACC>
+__device__ void lower_apply(const float *A, float *X, const float *src, size_t ld,
+                            const float *scale, float *dst, size_t ldd, size_t r0, int n,
+                            int ncols) {
     const int warp = threadIdx.x >> 5, kn = (n + 7) & ~7;
     for (int j0 = 0; j0 < ncols; j0 += DP) {
         const int nc = min_i(DP, ncols - j0);
-        __syncthreads(); // the previous tile (or L) is no longer read
+        __syncthreads(); // the previous tile (or L, or Q and K) is no longer read
         stage(X, LB, src + j0, ld, r0, n, nc, scale);
         __syncthreads();
         if (8 * warp >= nc)
             continue;
         for (int mi = 0; mi < 4 && 16 * mi < n; mi++) {
-            float acc[1][4] = {};
-            warp_mma<1>(acc, rowm{A + 16 * mi * LA, LA}, rowm{X + 8 * warp, LB}, 0,
-                        min_i(16 * (mi + 1), kn));
+            float acc[1][1][4] = {};
+            warp_mma(acc, {rowm{A + 16 * mi * LA, LA}}, rowm{X + 8 * warp, LB}, 0,
+                     min_i(16 * (mi + 1), kn));
             for (int i = 0; i < 4; i++) {
                 const int r = 16 * mi + c_row(i);
-                if (r < n)
-                    dst[(size_t)r * ldd + j0 + 8 * warp + c_col(i)] = acc[0][i];
+                if (r >= n)
+                    continue;
+                float *d = dst + (size_t)r * ldd + j0 + 8 * warp + c_col(i);
+                *d = ACC ? *d + acc[0][0][i] : acc[0][0][i];
             }
         }
     }
@@ -226,20 +210,21 @@ __global__ void __launch_bounds__(THREADS) gdn_prep_tc_k(vw_cu_gdn a) {
     const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
     vw_gdn::chunk_cumsum(a, w, r0, n, h, c, bet, sb, tot);
     // K K^T (CPU: sgemm into L), then L = strict_lower(beta K K^T Γ) into X
-    float acc[4][4] = {};
+    float acc[1][4][4] = {};
     const float *k = a.k + kh * dk;
     lower_gram(acc, k, a.ldk, k, a.ldk, dk, (size_t)r0, n, X, X);
     for (int nt = 0; nt < 4; nt++)
         for (int e = 0; e < 4; e++) {
             const int i = 16 * mi + c_row(e), j = 32 * nh + 8 * nt + c_col(e);
-            X[i * LA + j] = (j < i && i < n) ? bet[i] * acc[nt][e] * expf(c[i] - c[j]) : 0.0f;
+            X[i * LA + j] = (j < i && i < n) ? bet[i] * acc[0][nt][e] * expf(c[i] - c[j]) : 0.0f;
         }
     __syncthreads();
     vw_gdn::chunk_inverse(X, A, T, LA);
     // W' = A (beta e^c K), U' = A (beta V)
-    apply_tc(A, X, k, a.ldk, sb, w.w + (h * a.rows + r0) * dk, dk, (size_t)r0, n, (int)dk);
-    apply_tc(A, X, a.v + h * dv, a.ldv, bet, w.u + (h * a.rows + r0) * dv, dv, (size_t)r0, n,
-             (int)dv);
+    lower_apply<false>(A, X, k, a.ldk, sb, w.w + (h * a.rows + r0) * dk, dk, (size_t)r0, n,
+                       (int)dk);
+    lower_apply<false>(A, X, a.v + h * dv, a.ldv, bet, w.u + (h * a.rows + r0) * dv, dv, (size_t)r0,
+                       n, (int)dv);
 }
 
 // ---- kernel 2: the state pass, sequential over a sequence's chunks ---------------
@@ -289,7 +274,7 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
         }
         __syncthreads();
         // V_new = U' - W' S and O = (Q e^c) S over key tiles (CPU: two sgemm)
-        float aw[NT][4] = {}, aq[NT][4] = {};
+        float wq[2][NT][4] = {}; // W' S, (Q e^c) S
         for (size_t d0 = 0; d0 < dk; d0 += DP) {
             const int nd = min_i(DP, (int)(dk - d0));
             if (d0)
@@ -298,18 +283,20 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             stage(Y, LA, a.q + kh * dk + d0, a.ldq, r0, n, nd, ec);
             __syncthreads();
             if (16 * mi < n)
-                warp_mma2<NT>(aw, aq, rowm{X + 16 * mi * LA, LA}, rowm{Y + 16 * mi * LA, LA},
-                              rowm{S + d0 * LS + c0, LS}, 0, nd);
+                warp_mma(wq, {rowm{X + 16 * mi * LA, LA}, rowm{Y + 16 * mi * LA, LA}},
+                         rowm{S + d0 * LS + c0, LS}, 0, nd);
         }
+#pragma unroll
         for (int nt = 0; nt < NT; nt++)
+#pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int i = 16 * mi + c_row(e), jc = c0 + 8 * nt + c_col(e);
                 float vn = 0.0f;
                 if (i < n) {
                     float *u = w.u + (h * a.rows + r0 + i) * dv + j0 + jc;
-                    vn = *u - aw[nt][e];
+                    vn = *u - wq[0][nt][e];
                     *u = vn;
-                    a.out[(r0 + i) * a.ldo + h * dv + j0 + jc] = aq[nt][e];
+                    a.out[(r0 + i) * a.ldo + h * dv + j0 + jc] = wq[1][nt][e];
                 }
                 Vn[i * LS + jc] = vn;
             }
@@ -324,12 +311,14 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             __syncthreads();
             if (16 * mi >= nd)
                 continue;
-            float acc[NT][4] = {};
-            warp_mma<NT>(acc, colm{X + 16 * mi, LB}, rowm{Vn + c0, LS}, 0, kn);
+            float acc[1][NT][4] = {};
+            warp_mma(acc, {colm{X + 16 * mi, LB}}, rowm{Vn + c0, LS}, 0, kn);
+#pragma unroll
             for (int nt = 0; nt < NT; nt++)
+#pragma unroll
                 for (int e = 0; e < 4; e++) {
                     float *s = S + (d0 + 16 * mi + c_row(e)) * LS + c0 + 8 * nt + c_col(e);
-                    *s = fmaf(el, *s, acc[nt][e]);
+                    *s = fmaf(el, *s, acc[0][nt][e]);
                 }
         }
         __syncthreads(); // S updated; ec, Vn and the tiles free for the next chunk
@@ -351,43 +340,22 @@ __global__ void __launch_bounds__(THREADS) gdn_out_tc_k(vw_cu_gdn a) {
     VW_DYN_SMEM(float, sm);
     float *c = sm, *X = c + CH, *Y = X + CH * LB; // X: Q tiles, then P (LA); Y: K (LA), V_new (LB)
     const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), dk = a.dk, dv = a.dv;
-    const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1], kn = (n + 7) & ~7;
+    const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
     const int warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
     const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
     if (threadIdx.x < CH)
         c[threadIdx.x] = (int)threadIdx.x < n ? w.c[h * a.rows + r0 + threadIdx.x] : 0.0f;
     // P = Q K^T (CPU: sgemm), then P ⊙ Γ with the diagonal
-    float acc[4][4] = {};
+    float acc[1][4][4] = {};
     lower_gram(acc, a.q + kh * dk, a.ldq, a.k + kh * dk, a.ldk, dk, (size_t)r0, n, X, Y);
     for (int nt = 0; nt < 4; nt++)
         for (int e = 0; e < 4; e++) {
             const int i = 16 * mi + c_row(e), j = 32 * nh + 8 * nt + c_col(e);
-            X[i * LA + j] = (j <= i && i < n) ? acc[nt][e] * expf(c[i] - c[j]) : 0.0f;
+            X[i * LA + j] = (j <= i && i < n) ? acc[0][nt][e] * expf(c[i] - c[j]) : 0.0f;
         }
-    // O += P V_new over value tiles (CPU: sgemm with beta 1): warp w owns
-    // columns 8w .. 8w + 7 of a tile, P's rows in 16s, k < 16 (mi + 1)
-    const float *vn = w.u + (h * a.rows) * dv;
-    for (int j0 = 0; j0 < (int)dv; j0 += DP) {
-        const int nc = min_i(DP, (int)dv - j0);
-        __syncthreads();
-        stage(Y, LB, vn + j0, dv, (size_t)r0, n, nc, nullptr);
-        __syncthreads();
-        if (8 * warp >= nc)
-            continue;
-        for (int m = 0; m < 4 && 16 * m < n; m++) {
-            float o[1][4] = {};
-            warp_mma<1>(o, rowm{X + 16 * m * LA, LA}, rowm{Y + 8 * warp, LB}, 0,
-                        min_i(16 * (m + 1), kn));
-            for (int e = 0; e < 4; e++) {
-                const int i = 16 * m + c_row(e);
-                if (i < n) {
-                    float *op =
-                        a.out + ((size_t)r0 + i) * a.ldo + h * dv + j0 + 8 * warp + c_col(e);
-                    *op = *op + o[0][e];
-                }
-            }
-        }
-    }
+    // O += P V_new over value tiles (CPU: sgemm with beta 1)
+    lower_apply<true>(X, Y, w.u + (h * a.rows) * dv, dv, nullptr,
+                      a.out + (size_t)r0 * a.ldo + h * dv, a.ldo, (size_t)r0, n, (int)dv);
 }
 
 // The kernels and their shared memory: prep, state (narrow, wide), out.
@@ -417,14 +385,14 @@ bool wide_for(const vw_cu_gdn *a, const vw_cu_gdn_pass *p) {
 
 } // namespace
 
-int vw_gdn_tc_takes(const vw_cu_gdn *a) {
+int vw_cu_gdn_tc_takes(const vw_cu_gdn *a) {
     const uintptr_t align =
         (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->v | (uintptr_t)a->out | (uintptr_t)a->ws;
     return a->prec != VW_CUDA_FP32 && shape_taken(a->dk, a->dv) && align % 16 == 0 &&
            (a->ldq | a->ldk | a->ldv | a->ldo) % 4 == 0;
 }
 
-vw_status vw_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
+vw_status vw_cu_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
     if (!shape_taken(dk, dv))
         return VW_OK;
     vw_gdn::kernel_smem t[K_COUNT];
@@ -436,13 +404,13 @@ vw_status vw_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
     return st;
 }
 
-vw_status vw_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
+vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     return VW_LAUNCH(err, gdn_prep_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), THREADS,
                      prep_floats * sizeof(float), s, *a);
 }
 
-vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
-                          vw_err *err) {
+vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
+                             vw_err *err) {
     vw_gdn::kernel_smem t[K_COUNT];
     smem_table(a->dk, t);
     const bool wide = wide_for(a, p);
@@ -463,7 +431,7 @@ vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStrea
     return st;
 }
 
-vw_status vw_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
+vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     return VW_LAUNCH(err, gdn_out_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), THREADS,
                      out_floats * sizeof(float), s, *a);
 }

@@ -163,6 +163,19 @@ typedef struct vw_cu_gdn {
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
 /* The first kernel only: fills the scratch's c, W' and U' (tests). */
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+/* The tensor-core kernels (delta_rule_tc.cu), which vw_cu_gdn_run and
+ * vw_cu_gdn_prep dispatch to. vw_cu_gdn_tc_takes: whether they take this call
+ * — BF16 or BF16X2; dk and dv multiples of 32, at most 256; q, k, v, out, ws
+ * 16-byte aligned and ldq, ldk, ldv, ldo multiples of 4 (nothing that depends
+ * on the batch). Then _prep, _state (one pass, any number of sequences) and
+ * _out launch its kernels; _smem opts them into their shared memory for dk, dv
+ * (VW_OK for a shape they do not take). */
+int vw_cu_gdn_tc_takes(const vw_cu_gdn *a);
+vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
+                             vw_err *err);
+vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
+vw_status vw_cu_gdn_tc_smem(size_t dk, size_t dv, vw_err *err);
 /* Scratch floats for `rows` rows: rows * Hv * (1 + dk + dv). */
 size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv);
 /* The chunks (VW_GDN_CHUNK rows from each sequence's start) of segs[0..n_segs)

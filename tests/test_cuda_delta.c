@@ -411,36 +411,20 @@ static void path_case(size_t dk, size_t dv, int tc, uint64_t seed) {
     gdn_free(&c);
 }
 
-Test(cuda_delta, fp32_lengths, .init = need_gpu) {
-    lengths(VW_CUDA_FP32);
-}
-Test(cuda_delta, tc_lengths, .init = need_gpu) {
-    lengths(VW_CUDA_BF16X2);
-}
-Test(cuda_delta, fp32_shapes, .init = need_gpu) {
-    shapes(VW_CUDA_FP32);
-}
-Test(cuda_delta, tc_shapes, .init = need_gpu) {
-    shapes(VW_CUDA_BF16X2);
-}
-Test(cuda_delta, fp32_packed, .init = need_gpu) {
-    packed(VW_CUDA_FP32);
-}
-Test(cuda_delta, tc_packed, .init = need_gpu) {
-    packed(VW_CUDA_BF16X2);
-}
-Test(cuda_delta, fp32_prefix_blocks, .init = need_gpu) {
-    prefix_blocks(VW_CUDA_FP32);
-}
-Test(cuda_delta, tc_prefix_blocks, .init = need_gpu) {
-    prefix_blocks(VW_CUDA_BF16X2);
-}
-Test(cuda_delta, fp32_prep_intermediates, .init = need_gpu) {
-    prep_intermediates(VW_CUDA_FP32);
-}
-Test(cuda_delta, tc_prep_intermediates, .init = need_gpu) {
-    prep_intermediates(VW_CUDA_BF16X2);
-}
+/* Each case in both kernel sets: fp32_<name> (SIMT) and tc_<name> (tensor cores). */
+#define BOTH_SETS(name)                                                                            \
+    Test(cuda_delta, fp32_##name, .init = need_gpu) {                                              \
+        name(VW_CUDA_FP32);                                                                        \
+    }                                                                                              \
+    Test(cuda_delta, tc_##name, .init = need_gpu) {                                                \
+        name(VW_CUDA_BF16X2);                                                                      \
+    }
+BOTH_SETS(lengths)
+BOTH_SETS(shapes)
+BOTH_SETS(packed)
+BOTH_SETS(prefix_blocks)
+BOTH_SETS(prep_intermediates)
+
 /* A pass of many (sequence, head) pairs runs the tensor-core state pass in
  * 64-column slices, each sequence alone in 16-column ones (delta_rule_tc.cu
  * wide_for): the numbers must not change, bit for bit. */

@@ -1,13 +1,14 @@
-/* delta_rule.cuh — what the delta rule's two kernel sets share: the FP32
- * SIMT kernels (delta_rule.cu: the fp32 precision and the fallback) and the
- * tensor-core kernels (delta_rule_tc.cu: bf16 and bf16x2). The scratch
+/* delta_rule_common.cuh — what the delta rule's two kernel sets share: the
+ * FP32 SIMT kernels (delta_rule.cu: the fp32 precision and the fallback) and
+ * the tensor-core kernels (delta_rule_tc.cu: bf16 and bf16x2). The scratch
  * layout, the chunk's gate cumsum and the FP32 triangular inverse, which both
  * run unchanged, so the two paths differ only in how the products are summed;
- * and the tensor-core launchers delta_rule.cu dispatches to. Internal to those
- * two files (device code; each includes its own copy). Thread-safety: device
- * functions of one block, called by all its threads (barriers inside). */
-#ifndef VW_DELTA_RULE_CUH
-#define VW_DELTA_RULE_CUH
+ * and the shared-memory opt-in. Internal to those two files (device code;
+ * each includes its own copy). Thread-safety: device functions of one block,
+ * called by all its threads (barriers inside); smem_for as
+ * vw_cuda_smem_optin. */
+#ifndef VW_DELTA_RULE_COMMON_CUH
+#define VW_DELTA_RULE_COMMON_CUH
 
 #include "kernels.cuh"
 
@@ -129,17 +130,5 @@ inline vw_status smem_for(const kernel_smem &k, vw_err *err) {
 }
 
 } // namespace vw_gdn
-
-/* The tensor-core kernels (delta_rule_tc.cu). vw_gdn_tc_takes: whether they
- * take this call — BF16 or BF16X2; dk and dv multiples of 32, at most 256;
- * q, k, v, out, ws 16-byte aligned and ldq, ldk, ldv, ldo multiples of 4
- * (nothing that depends on the batch). The others mirror vw_cu_gdn_prep, one
- * state pass (any number of sequences), and the output kernel; vw_gdn_tc_smem opts the three into
- * their shared memory for dk (VW_OK when the shape is not taken). */
-int vw_gdn_tc_takes(const vw_cu_gdn *a);
-vw_status vw_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-vw_status vw_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s, vw_err *err);
-vw_status vw_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-vw_status vw_gdn_tc_smem(size_t dk, size_t dv, vw_err *err);
 
 #endif
