@@ -1,4 +1,5 @@
 // device.cu — device discovery and sizing for `--device` (see vw_cuda.h).
+#include "model/sizes.h"
 #include "vw_cuda.h"
 
 #include "cuda_common.cuh"
@@ -81,21 +82,9 @@ extern "C" vw_status vw_cuda_device_query(int ordinal, int measure_free, vw_cuda
 }
 
 extern "C" size_t vw_cuda_weight_bytes(const vw_qwen35_config *cfg, vw_cuda_precision precision) {
-    const size_t mat = vw_cuda_bf16_weights(precision) ? 2 : 4;
-    size_t bytes = 0;
-    vw_qwen35_tensor ts[VW_QWEN35_LAYER_TENSORS_MAX];
-    vw_qwen35_model_tensors(cfg, ts);
-    for (int layer = -1; layer < cfg->n_layers; layer++) {
-        size_t n = layer < 0 ? (size_t)VW_QWEN35_MODEL_TENSORS
-                             : vw_qwen35_layer_tensors(cfg, cfg->full_attention[layer], ts);
-        for (size_t i = 0; i < n; i++) {
-            size_t numel = 1;
-            for (int d = 0; d < ts[i].ndim; d++)
-                numel *= (size_t)ts[i].shape[d];
-            bytes += numel * (ts[i].matrix ? mat : 4);
-        }
-    }
-    return bytes;
+    vw_model_size size; /* one walk of the model description (core/model/sizes.h) */
+    vw_model_size_of(cfg, &size);
+    return (size_t)vw_model_weight_bytes(&size, vw_cuda_bf16_weights(precision) ? 2u : 4u);
 }
 
 // Shared by the kernel files (declared in cuda_common.cuh): kernels that want

@@ -31,6 +31,7 @@
 #include "heads_cuda.h"
 #include "model/bundle.h"
 #include "vw_cuda.h"
+#include "num_check.h"
 #include "vw_test.h"
 
 #define DEV_HINT "(device heads vs the CPU heads: cuda/heads_cuda.cu)"
@@ -38,13 +39,6 @@
 static void need_gpu(void) {
     if (vw_cuda_device_count(NULL, 0) == 0)
         cr_skip_test("no CUDA device");
-}
-
-/* xorshift64*: uniform floats in [lo, hi). */
-static float uni(uint64_t *s, float lo, float hi) {
-    *s ^= *s >> 12, *s ^= *s << 25, *s ^= *s >> 27;
-    return lo +
-           (hi - lo) * (float)((double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0);
 }
 
 enum { MAXP = 64 };
@@ -265,13 +259,14 @@ static const int span_shape[][3] = {{0, 40, 70}, {1, 40, 70}, {0, 0, 3}, {1, 1, 
                                     {0, 17, 2},  {1, 2, 3},   {0, 5, 1}};
 
 static void random_job(jobset *j, size_t H, uint64_t seed) {
+    vw_rng rng = {seed};
     *j = (jobset){.H = H};
     float *buf = malloc(400 * H * sizeof *buf);
     cr_assert(buf);
     for (size_t k = 0; k < 12; k++) {
         size_t m = 1 + k % 9;
         for (size_t i = 0; i < (m + 1) * H; i++)
-            buf[i] = uni(&seed, -2.0f, 2.0f) + (i % H == 3 ? 4.0f : 0.0f);
+            buf[i] = vw_rng_uni(&rng, -2.0f, 2.0f) + (i % H == 3 ? 4.0f : 0.0f);
         add_cand(j, buf, m, buf + m * H, k % 3 == 1);
     }
     for (size_t p = 0; p < sizeof span_shape / sizeof span_shape[0]; p++) {
@@ -288,7 +283,7 @@ static void random_job(jobset *j, size_t H, uint64_t seed) {
         size_t n = (size_t)at + W;
         cr_assert(n <= 400);
         for (size_t i = 0; i < n * H; i++)
-            buf[i] = uni(&seed, -3.0f, 3.0f);
+            buf[i] = vw_rng_uni(&rng, -3.0f, 3.0f);
         add_span(j, span_shape[p][0], buf, n, st, en, L, words, W);
     }
     free(buf);

@@ -48,6 +48,48 @@ Test(executor, forward_without_backend_is_an_error) {
     vw_executor_free(NULL);
 }
 
+/* A backend that counts its calls, and an owner's cancel flag. */
+static int backend_calls;
+static vw_status counting_forward(vw_executor *ex, const vw_tree *t, size_t n, float *rows,
+                                  vw_err *err) {
+    (void)ex, (void)t, (void)n, (void)rows, (void)err;
+    backend_calls++;
+    return VW_OK;
+}
+static vw_status counting_heads(vw_executor *ex, const vw_head_job *job, vw_err *err) {
+    (void)ex, (void)job, (void)err;
+    backend_calls++;
+    return VW_OK;
+}
+static bool flag_set(void *ctx) {
+    return *(const bool *)ctx;
+}
+
+/* Once the owner cancels, neither op reaches the backend, whatever it is
+ * (the CPU backbone also stops between trees; the CUDA one did not look). */
+Test(executor, cancel_stops_every_backend_at_the_seam) {
+    static const vw_executor_ops ops = {"counting", counting_forward, NULL, counting_heads};
+    bool cancel = false;
+    vw_executor ex = {
+        .ops = &ops, .hidden = 1, .vocab = 6, .cancelled = flag_set, .cancel_ctx = &cancel};
+    vw_block b = {block_ids, 2, r_ok, 2};
+    vw_tree t = {prefix, 3, p_r, 1, &b, 1};
+    float rows[3];
+    vw_err e;
+    float out[2];
+    vw_head_cand_job c = {0, 2, 2, false, out};
+    vw_head_job job = {&c, 1, NULL, 0};
+    cr_assert_eq(vw_executor_forward(&ex, &t, 1, rows, &e), VW_OK);
+    cr_assert_eq(vw_executor_heads(&ex, &job, &e), VW_OK);
+    cr_assert_eq(backend_calls, 2);
+    cancel = true;
+    cr_assert_eq(vw_executor_heads(&ex, &job, &e), VW_ETRANSIENT);
+    cr_assert_str_eq(e.type, "cancelled");
+    cr_assert_eq(vw_executor_forward(&ex, &t, 1, rows, &e), VW_ETRANSIENT);
+    cr_assert_str_eq(e.type, "cancelled");
+    cr_assert_eq(backend_calls, 2, "the backend was not called once cancelled");
+}
+
 /* Head jobs are checked against the last forward's readouts before a backend
  * sees them; an executor without the op refuses them, and a forward without
  * rows. */

@@ -2,7 +2,7 @@
 """Goldens for tests/test_eval.c (`vela-worker eval`, docs/eval.md).
 
 Writes into fixtures/eval/:
-  results.jsonl, baseline.jsonl  two replay files (worker/producer.c write_line
+  results.jsonl, baseline.jsonl  two replay files (worker/sink.c write_line
                                  shape) of the same seeded synthetic records:
                                  envelopes with choice, noul, score, set (fanned
                                  out Nouls + sets.<qid>) and span questions,

@@ -35,7 +35,7 @@ bool vw_fault_raise(vw_fault *f, vw_status st, const char *type, const char *fil
         first = true;
     }
     pthread_mutex_unlock(&f->mu);
-    /* Every raise, as before the record: the flag is idempotent. */
+    /* Every raise: the flag is idempotent. */
     if (f->metrics)
         vw_metrics_set_fatal(f->metrics);
     return first;

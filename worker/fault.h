@@ -35,7 +35,7 @@ void vw_fault_destroy(vw_fault *f);
 
 /* Raises a cause (st, a stable snake_case type, a message naming what failed,
  * the raising file:line): kept when it is the first, dropped otherwise. True
- * when it was the first. The raiser logs its own line as before; the record
+ * when it was the first. The raiser logs its own line; the record
  * is what the worker exits with. */
 bool vw_fault_raise(vw_fault *f, vw_status st, const char *type, const char *file, int line,
                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));

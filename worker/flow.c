@@ -222,14 +222,18 @@ void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms) {
     /* The lane has room: intake takes at most vw_flow_room records. */
     if (it && vw_lane_push(f->lane, it))
         return;
-    /* Out of memory: the tracked offset stays PENDING, so nothing past it is
-     * committed; the worker stops (exit 1) rather than hold the partition
-     * still, and a restart answers the record. */
+    /* Out of memory (or, against that rule, a full lane): the tracked offset
+     * stays PENDING, so nothing past it is committed; the worker stops (exit
+     * 1) rather than hold the partition still, and a restart answers the
+     * record. */
+    bool full = it != NULL;
+    const char *why = full ? "the admission lane is full" : "out of memory";
     vw_item_free(it);
-    VW_LOG(f->o.log, VW_LOG_ERROR, "worker", "out of memory admitting tp=%s:%d:%lld, stopping",
-           f->o.topic, (int)m->partition, (long long)m->offset);
-    VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "admitting tp=%s:%d:%lld", f->o.topic,
-             (int)m->partition, (long long)m->offset);
+    VW_LOG(f->o.log, VW_LOG_ERROR, "worker", "cannot admit tp=%s:%d:%lld, stopping reason=\"%s\"",
+           f->o.topic, (int)m->partition, (long long)m->offset, why);
+    VW_RAISE(f->o.fault, full ? VW_EINVAL : VW_ENOMEM, full ? "lane_full" : "out_of_memory",
+             "admitting tp=%s:%d:%lld: %s", f->o.topic, (int)m->partition, (long long)m->offset,
+             why);
 }
 
 void vw_flow_admitted(vw_flow *f) {

@@ -17,8 +17,10 @@
  * (admission, executor, processing) run the processor's admit, execute and
  * finish, and write wake_fd when they hand something back.
  * Errors: VW_ENOMEM from new, VW_EIO when a thread cannot start; at run time
- * out of memory while tracking or admitting a record is raised into the fault
- * record (fault.h): skipping the record would commit past it.
+ * out of memory while tracking a record or making its item is raised into
+ * the fault record (fault.h): skipping the record would commit past it. A
+ * record that got its item but whose rejection or admit failed (out of memory
+ * there included) is dead-lettered like any FATAL result (processor.h).
  */
 #ifndef VW_FLOW_H
 #define VW_FLOW_H

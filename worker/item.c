@@ -50,7 +50,7 @@ void vw_item_set_type(vw_item *it, const char *type) {
     vw_copy_type(it->type, sizeof it->type, type);
 }
 
-/* [thread: processing] */
+/* [thread: admission, processing] */
 void vw_item_take(vw_item *it, vw_result *r) {
     clear_result(it);
     if (r->kind != VW_RESULT_RECORD) {

@@ -117,7 +117,9 @@ vw_status vw_lane_start(vw_lane *l, vw_err *err) {
 }
 
 bool vw_lane_push(vw_lane *l, vw_item *it) {
-    if (!vw_queue_try_push(l->to_admit, it))
+    /* At most cap items in the lane, so an admission thread never blocks on
+     * from_admit (which stop() does not close). */
+    if (l->busy >= l->o.cap || !vw_queue_try_push(l->to_admit, it))
         return false;
     l->busy++;
     return true;

@@ -1,8 +1,8 @@
 /* sink.c — the worker's sink: result records, dead letters, delivery reports
  * and the redo list, or replay lines to a file (see sink.h). Runs on the
- * Kafka thread only (delivery reports are served by this unit's polls and
- * produce calls). Never consumes or commits: an acknowledgement only tells
- * the ledger (offsets.h). */
+ * Kafka thread (delivery reports are served by this unit's polls and produce
+ * calls), but for the log callback, which librdkafka's threads call. Never consumes or commits: an
+ * acknowledgement only tells the ledger (offsets.h). */
 #include "sink.h"
 
 #include <jansson.h>
@@ -303,6 +303,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
 }
 
+/* [thread: librdkafka] (no log queue is set: librdkafka's own threads call it) */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     vw_sink *s = rd_kafka_opaque(rk);
     vw_log_level lvl = level <= 3 ? VW_LOG_ERROR : level == 4 ? VW_LOG_WARN : VW_LOG_DEBUG;

@@ -13,7 +13,8 @@
  * sink; the ledger is the loop's, lent for acknowledgements and the
  * assignment checks of failed deliveries.
  * Thread-safety: the Kafka thread only; librdkafka serves the delivery reports
- * and the error callback from this unit's polls and produce calls.
+ * and the error callback from this unit's polls and produce calls (its log
+ * callback, which only logs, from librdkafka's own threads).
  * Errors: VW_EKAFKA / VW_EINVAL from open, named; at run time a fatal
  * producer error or an out-of-memory redo list is raised into the fault
  * record (fault.h) and makes the sink dead.

@@ -305,6 +305,7 @@ static void stop(struct vw_worker *w) {
 /* librdkafka's error lines while a check client is created (the SSL reasons
  * name the file there) go to the worker's log; debug lines and CONFWARN
  * (which the real clients log again) are dropped. */
+/* [thread: librdkafka] */
 static void check_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     const vw_log *log = rd_kafka_opaque(rk);
     if (level <= 3)

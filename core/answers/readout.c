@@ -387,7 +387,7 @@ static vw_status run_heads(const vw_readout_heads *h, const problems *pr, vw_err
 void vw_readout_heads_run(const vw_readout_heads *h, size_t n, vw_plan *const *plans,
                           const vw_plan_exec_out *x, const float *rows, const size_t *base,
                           vw_status *st, vw_err *errs, vw_readout_z **z) {
-    problems all = {0}, *per = calloc(n ? n : 1, sizeof *per);
+    problems *per = calloc(n ? n : 1, sizeof *per);
     float **labels = NULL;
     size_t n_labels = 0, cap_labels = 0;
     for (size_t i = 0; i < n; i++) {
@@ -404,34 +404,16 @@ void vw_readout_heads_run(const vw_readout_heads *h, size_t n, vw_plan *const *p
         st[i] =
             gather_plan(h, p, &x[i], rows ? rows + base[i] * h->hidden : NULL, z[i], &to, &errs[i]);
     }
-    bool joined = per != NULL; /* one list of every plan's problems, in plan order */
-    for (size_t i = 0; joined && i < n; i++) {
-        if (st[i] != VW_OK)
-            continue;
-        for (size_t k = 0; joined && k < per[i].n_cand; k++)
-            if ((joined = !vw_reserve((void **)&all.cand, &all.cap_cand, all.n_cand + 1,
-                                      sizeof *all.cand)))
-                all.cand[all.n_cand++] = per[i].cand[k];
-        for (int which = 0; which < 2; which++)
-            for (size_t k = 0; joined && k < per[i].n_span[which]; k++)
-                if ((joined = !vw_reserve((void **)&all.span[which], &all.cap_span[which],
-                                          all.n_span[which] + 1, sizeof *all.span[which])))
-                    all.span[which][all.n_span[which]++] = per[i].span[which][k];
-    }
-    vw_err one = {0};
-    if (!joined || run_heads(h, &all, &one) != VW_OK)
-        for (size_t i = 0; per && i < n; i++)
-            if (st[i] == VW_OK)
-                st[i] = run_heads(h, &per[i], &errs[i]);
+    /* Plan by plan: every problem has its own GEMMs (heads.h), so joining the
+     * plans' lists would change no bit, and a failure stays its plan's. */
     for (size_t i = 0; per && i < n; i++) {
+        if (st[i] == VW_OK)
+            st[i] = run_heads(h, &per[i], &errs[i]);
         free(per[i].cand);
         free(per[i].span[0]);
         free(per[i].span[1]);
     }
     free(per);
-    free(all.cand);
-    free(all.span[0]);
-    free(all.span[1]);
     for (size_t k = 0; k < n_labels; k++)
         free(labels[k]);
     free(labels);

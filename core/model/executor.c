@@ -75,6 +75,8 @@ vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_tr
         return VW_FAIL(err, VW_EINVAL, "bad_argument",
                        "executor %s returns rows: a forward needs a buffer", ex->ops->name);
     ex->rows_left = 0;
+    if (vw_executor_cancelled(ex, err)) /* every backend: nothing starts once cancelled */
+        return VW_ETRANSIENT;
     st = ex->ops->forward(ex, trees, n_trees, rows, err);
     if (st == VW_OK)
         ex->rows_left = vw_trees_readout_count(trees, n_trees);
@@ -139,5 +141,7 @@ vw_status vw_executor_heads(vw_executor *ex, const vw_head_job *job, vw_err *err
     vw_status st = vw_head_job_validate(job, ex->rows_left, err);
     if (st != VW_OK || (!job->n_cand && !job->n_span))
         return st;
+    if (vw_executor_cancelled(ex, err))
+        return VW_ETRANSIENT;
     return ex->ops->heads(ex, job, err);
 }

@@ -131,7 +131,9 @@ size_t vw_tree_tokens(const vw_tree *t);
 vw_status vw_trees_validate(const vw_tree *trees, size_t n_trees, int32_t vocab, vw_err *err);
 
 /* rows: [vw_trees_readout_count(trees, n_trees) x ex->hidden] floats, caller-owned;
- * NULL only when the executor offers heads (vw_executor_has_heads). */
+ * NULL only when the executor offers heads (vw_executor_has_heads). Once the
+ * owner has cancelled (ex->cancelled), it returns VW_ETRANSIENT "cancelled"
+ * before the backend runs, for every backend. */
 vw_status vw_executor_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,
                               vw_err *err);
 
@@ -146,8 +148,8 @@ vw_status vw_head_job_validate(const vw_head_job *job, size_t n_rows, vw_err *er
 /* The heads over the last forward's rows (see "Heads" above): checks the job
  * (vw_head_job_validate) and runs it. VW_EUNSUPPORTED when ex offers no heads
  * op; VW_ETRANSIENT when the job does not fit the backend's scratch (split the
- * batch); other errors are the backend's. On failure the outputs are
- * unspecified. */
+ * batch) or the owner has cancelled ("cancelled"); other errors are the
+ * backend's. On failure the outputs are unspecified. */
 vw_status vw_executor_heads(vw_executor *ex, const vw_head_job *job, vw_err *err);
 
 /* Whether the owner asked ex to stop (ex->cancelled); fills err when so. */

@@ -1,7 +1,7 @@
 /* record.h — one line of a replay file or of a labels file, parsed (jansson)
  * and checked, with the questions of an envelope found under their types.
  *
- * A replay line (worker/producer.c write_line) is
+ * A replay line (worker/sink.c write_line) is
  *   {"source", "request_id", "vela_status": N, "value": <result value>}  or
  *   {"source", "request_id", "dead_letter": "<type>"};
  * a 200 value is an envelope (docs/envelope.md): a question's answer is

@@ -81,7 +81,11 @@ static vw_status check_fits(const vw_bundle *b, const vw_cuda_opts *o, vw_device
     if (st != VW_OK)
         return st;
     vw_device_need n;
-    vw_device_need_of(vw_bundle_backbone_config(b), dc->precision, o->max_tokens, &n);
+    if (vw_device_need_of(vw_bundle_backbone_config(b), dc->precision, o->max_tokens, &n))
+        return VW_FAIL(err, VW_EINVAL, "bad_option",
+                       "device cuda:%d: batching.max_tokens %zu is more than the CUDA executor "
+                       "sizes an arena for",
+                       o->device, o->max_tokens);
     if (n.total > info.free_bytes) {
         char seen[200];
         vw_cuda_devices_describe(seen, sizeof seen);
