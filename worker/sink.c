@@ -1,8 +1,8 @@
 /* sink.c — the worker's sink: result records, dead letters, delivery reports
  * and the redo list, or replay lines to a file (see sink.h). Runs on the
  * Kafka thread (delivery reports are served by this unit's polls and produce
- * calls), but for the log callback, which librdkafka's threads call. Never consumes or commits: an
- * acknowledgement only tells the ledger (offsets.h). */
+ * calls), but for the log callback, which librdkafka's threads call. Never
+ * consumes or commits: an acknowledgement only tells the ledger (offsets.h). */
 #include "sink.h"
 
 #include <jansson.h>
