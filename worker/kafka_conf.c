@@ -70,10 +70,9 @@ vw_status vw_kafka_client_error(const vw_config *cfg, const char *client, const 
         snprintf(what, sizeof what, "%s:%d: kafka%s%s.%s", cfg->source, best->line,
                  *section ? "." : "", section, best->key);
     } else { /* VELA_KAFKA[_CONSUMER|_PRODUCER]_<KEY> */
-        int n = snprintf(what, sizeof what, "VELA_KAFKA%s%s_%s", *section ? "_" : "", section,
-                         best->key);
-        for (int i = 0; i < n && (size_t)i < sizeof what; i++)
-            what[i] = what[i] == '.' ? '_' : (char)toupper((unsigned char)what[i]);
+        char sec[32];
+        snprintf(sec, sizeof sec, "kafka%s%s", *section ? "." : "", section);
+        vw_config_env_name(sec, best->key, what, sizeof what);
         snprintf(what + strlen(what), sizeof what - strlen(what), " (environment)");
     }
     return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s: librdkafka %s: %s%s", what, client,

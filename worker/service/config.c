@@ -380,11 +380,15 @@ static void env_to_prop(const char *src, char *dst, size_t cap) {
     dst[i] = 0;
 }
 
-/* "max_tokens" under "batching" -> "VELA_BATCHING_MAX_TOKENS". */
-static void field_env_name(const field *f, char *dst, size_t cap) {
-    int n = snprintf(dst, cap, "VELA_%s_%s", f->section, f->key);
+void vw_config_env_name(const char *section, const char *key, char *dst, size_t cap) {
+    int n = snprintf(dst, cap, "VELA_%s_%s", section, key);
     for (int i = 0; i < n && (size_t)i < cap; i++)
         dst[i] = dst[i] == '.' ? '_' : (char)toupper((unsigned char)dst[i]);
+}
+
+/* "max_tokens" under "batching" -> "VELA_BATCHING_MAX_TOKENS". */
+static void field_env_name(const field *f, char *dst, size_t cap) {
+    vw_config_env_name(f->section, f->key, dst, cap);
 }
 
 static vw_status apply_env_var(parse_ctx *c, const char *name, const char *value) {

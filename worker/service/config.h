@@ -115,6 +115,12 @@ typedef struct vw_config {
     } shutdown;
 } vw_config;
 
+/* The environment variable of a config key: "VELA_" + section + "_" + key,
+ * upper-cased, '.' -> '_' ("batching", "max_tokens" -> VELA_BATCHING_MAX_TOKENS;
+ * "kafka.consumer", "fetch.wait.max.ms" -> VELA_KAFKA_CONSUMER_FETCH_WAIT_MAX_MS).
+ * dst gets at most cap bytes, NUL-terminated. */
+void vw_config_env_name(const char *section, const char *key, char *dst, size_t cap);
+
 /* Parses YAML text (len bytes; need not be NUL-terminated). name labels messages;
  * envp (NULL-terminated "K=V" array, may be NULL) supplies VELA_* overrides.
  * On failure *out is NULL. */
