@@ -6,6 +6,7 @@
 #include "service/broker.h"
 #include "service/relay.h"
 #include "commands.h"
+#include "stop_signals.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -160,12 +161,7 @@ int vw_cmd_broker(int argc, char **argv) {
     }
     sfd = fds[0];
     stop_pipe = fds[1];
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    vw_cli_on_stop(on_signal);
     if (vw_broker_new(n_brokers, &b, &err) ||
         (*topics && vw_broker_create_topics(b, topics, &err)) ||
         (g_session && vw_broker_group_timeouts(b, g_session, g_heartbeat, &err))) {

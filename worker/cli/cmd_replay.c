@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "stop_signals.h"
 #include "service/config.h"
 #include "offsets.h"
 #include "processors.h"
@@ -317,9 +318,7 @@ int vw_cmd_replay(int argc, char **argv) {
     char *topic = strdup(a.topic);
     free(cfg->topics.input);
     cfg->topics.input = topic; /* the replayed topic is this run's input */
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    vw_cli_on_stop(on_signal);
     vw_replay_range *ranges = NULL;
     size_t n = 0;
     int rc = 1;

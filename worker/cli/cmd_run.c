@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "stop_signals.h"
 #include "service/config.h"
 #include "service/log.h"
 #include "service/metrics.h"
@@ -29,15 +30,6 @@ static void usage(FILE *f) {
                "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file.\n"
                "  Exit 2: a configuration error (the file, or a librdkafka property its\n"
                "  clients refuse, checked before the model loads); 1: any other failure.\n");
-}
-
-static void install_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
 }
 
 /* Config, log, metrics endpoint and processor; the worker itself runs in run(). */
@@ -111,7 +103,7 @@ int vw_cmd_run(int argc, char **argv) {
         return 2;
     }
     vw_log log = {.level = cfg->log.level, .format = cfg->log.format, .out = stderr};
-    install_signals();
+    vw_cli_on_stop(on_signal);
     int rc = run(cfg, &log);
     vw_config_free(cfg);
     return rc;
