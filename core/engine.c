@@ -361,7 +361,7 @@ static vw_status forward_split(vw_engine *e, vw_engine_batch *b, size_t t0, size
         st = device_heads(e, b, r0, r0 + vw_trees_readout_count(trees, n), err);
     /* Transient: the batch may be too large for the device, so halves are
      * tried; a cancelled call is not retried in parts. */
-    if (st != VW_ETRANSIENT || n < 2 || !strcmp(err->type, "cancelled"))
+    if (st != VW_ETRANSIENT || n < 2 || engine_cancelled(e))
         return st;
     size_t half = n / 2;
     st = forward_split(e, b, t0, half, r0, err);
