@@ -26,7 +26,9 @@
  * tests with mixed-magnitude data must allow that, small-integer data is
  * exact on both. VW_CUDA_EMU_MMA=truncate (read at each launch) sums that way
  * instead: every addend truncated to 24 bits below the largest, the sum
- * truncated to FP32 (a pessimistic model of the hardware).
+ * truncated to FP32 (a pessimistic model of the hardware). ldmatrix is a
+ * warp collective too; cp.async copies are deferred to the issuing thread's
+ * wait, their destination NaN until then (below).
  * What it does not model: timing, concurrency between blocks, memory
  * coherence races, device limits other than the shared-memory opt-in.
  * Errors inside kernels abort the process with the block and thread named.
@@ -74,6 +76,24 @@ void *vw_emu_dyn_smem(void);
  * it with the same kind, as the same (n-th) MMA of each lane (.aligned). */
 enum { VW_EMU_MMA_TF32_M16N8K8 = 1, VW_EMU_MMA_BF16_M16N8K16 = 2 };
 void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]);
+
+/* ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 (cuda/ldst.cuh):
+ * a warp collective like mma.sync. Lane l gives `row`, the address of row
+ * l % 8 of matrix l / 8 (only lanes < 8 n count), 16 bytes, 16-byte aligned;
+ * r[i] (i < n) gets matrix i's (row g, cols 2t, 2t+1), or with trans (rows 2t,
+ * 2t+1, col g), g = l >> 2, t = l & 3, the lower index in the low half. The
+ * first lane to resume reads every lane's elements, so no lane's later stores
+ * reach what the instruction loaded, as on the hardware. */
+void vw_emu_ldmatrix(int n, int trans, uint32_t *r, const void *row);
+/* cp.async (cuda/ldst.cuh), per thread: the source's first src_bytes are read
+ * at the issue, the destination (cp_bytes) is filled with 0xFF bytes then and
+ * gets the data (zero-filled past src_bytes) at the issuing thread's covering
+ * wait: commit closes its pending copies into a group; wait(n) completes all
+ * but the n most recent groups (n < 0: commit, then all). Alignment, sizes
+ * (4, 8, 16; cg: 16) and copies left at thread exit are reported. */
+void vw_emu_cp_async(void *dst, const void *src, int cp_bytes, int src_bytes, int cg);
+void vw_emu_cp_async_commit(void);
+void vw_emu_cp_async_wait(int n);
 
 /* Runs body(ctx) as every thread of every block of the grid. */
 void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx);

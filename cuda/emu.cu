@@ -36,12 +36,27 @@ namespace {
 enum fstate { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
 constexpr size_t STACK_BYTES = 512 * 1024;
 
-// One lane's deposit for a warp-wide mma.sync: which instruction, the lane's
-// MMA count (all lanes must be at the same one) and its A/B registers.
+// One lane's deposit for a warp collective (mma.sync, ldmatrix): which
+// instruction, the lane's count of collectives (all lanes must be at the same
+// one), its A/B registers (mma) or row address (ldmatrix), and what the
+// ldmatrix loaded for it.
 struct mma_slot {
     int kind;
     unsigned seq;
     uint32_t a[4], b[2];
+    const void *addr;
+    uint32_t out[4];
+};
+// ldmatrix's kinds in the slots (after the MMA kinds): x1, x2, x4, +4 for .trans.
+constexpr int LDSM_KIND = 16;
+
+// A cp.async copy not yet landed: where, what (read at the issue), how many
+// bytes, and its group (-1: not committed yet).
+struct cp_pending {
+    unsigned char *dst;
+    unsigned char data[16];
+    int bytes;
+    long group;
 };
 
 struct emulator {
@@ -53,9 +68,12 @@ struct emulator {
     void *sched_sp = nullptr;
     std::vector<int> state, parity;
     std::vector<char *> stacks;
-    std::vector<uint64_t> xch[2];  // shuffle slots, double-buffered by parity
-    std::vector<mma_slot> mxch[2]; // mma.sync slots, same parity as the shuffles
-    std::vector<unsigned> mma_seq; // MMAs each thread of the block has issued
+    std::vector<uint64_t> xch[2];       // shuffle slots, double-buffered by parity
+    std::vector<mma_slot> mxch[2];      // mma.sync / ldmatrix slots, same parity as the shuffles
+    std::vector<unsigned> mma_seq;      // collectives each thread of the block has issued
+    std::vector<unsigned> ldsm_done[2]; // per warp: 1 + seq of the ldmatrix whose loads are done
+    std::vector<std::vector<cp_pending>> cpq; // per thread: cp.async copies in flight
+    std::vector<long> cp_groups;              // per thread: groups committed so far
     std::vector<unsigned char> dyn;
     ucontext_t sched;
     void (*body)(void *) = nullptr;
@@ -77,8 +95,19 @@ emulator E;
     abort();
 }
 
+void thread_exit_checks() {
+    if (!E.cpq[E.cur].empty())
+        die("cp.async: the thread ended with copies not waited for (cp.async.wait_group)");
+}
+
+void thread_start(int i) {
+    E.cpq[i].clear();
+    E.cp_groups[i] = 0;
+}
+
 void trampoline() {
     E.body(E.arg);
+    thread_exit_checks();
     E.state[E.cur] = DONE; // returning resumes E.sched (uc_link)
 }
 
@@ -167,7 +196,10 @@ void run_block() {
         fiber_init(i);
         E.state[i] = RUN, E.parity[i] = 0, E.mma_seq[i] = 0;
         E.mxch[0][i].kind = E.mxch[1][i].kind = 0; // no deposit from an earlier block
+        thread_start(i);
     }
+    for (int w = 0; w < (E.n + 31) / 32; w++)
+        E.ldsm_done[0][w] = E.ldsm_done[1][w] = 0;
     memset(E.dyn.data(), 0xff, E.dyn.size());
     for (;;) {
         for (int w = 0; w * 32 < E.n; w++)
@@ -293,6 +325,83 @@ void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]) 
     }
 }
 
+void vw_emu_ldmatrix(int n, int trans, uint32_t *r, const void *row) {
+    const int me = E.cur, p = E.parity[me], base = me & ~31, w = me / 32;
+    if (n != 1 && n != 2 && n != 4)
+        die("ldmatrix: .x1, .x2 or .x4");
+    if (base + 32 > E.n)
+        die("ldmatrix in a warp of fewer than 32 threads");
+    const int kind = LDSM_KIND + (n >> 1) + (trans ? 4 : 0);
+    E.parity[me] ^= 1;
+    mma_slot &mine = E.mxch[p][me];
+    mine.kind = kind, mine.seq = E.mma_seq[me]++, mine.addr = row;
+    wait(WAIT_WARP); // .aligned: every lane's address before any load
+    mma_slot *s = &E.mxch[p][base];
+    if (E.ldsm_done[p][w] != mine.seq + 1) { // the first lane back loads for all 32
+        for (int l = 0; l < 32; l++)
+            if (s[l].kind != kind || s[l].seq != mine.seq)
+                die("ldmatrix: the lanes of a warp are at different instructions");
+        for (int l = 0; l < 8 * n; l++)
+            if (!s[l].addr || (uintptr_t)s[l].addr % 16)
+                die("ldmatrix: a row address is not 16-byte aligned");
+        for (int l = 0; l < 32; l++) {
+            const int g = l >> 2, t = l & 3;
+            for (int i = 0; i < n; i++) {
+                const unsigned char *m = nullptr;
+                uint16_t lo, hi;
+                if (!trans) { // row g, 16-bit columns 2t, 2t + 1
+                    m = (const unsigned char *)s[8 * i + g].addr + 4 * t;
+                    memcpy(&lo, m, 2), memcpy(&hi, m + 2, 2);
+                } else { // rows 2t, 2t + 1, column g
+                    memcpy(&lo, (const unsigned char *)s[8 * i + 2 * t].addr + 2 * g, 2);
+                    memcpy(&hi, (const unsigned char *)s[8 * i + 2 * t + 1].addr + 2 * g, 2);
+                }
+                s[l].out[i] = (uint32_t)lo | (uint32_t)hi << 16;
+            }
+        }
+        E.ldsm_done[p][w] = mine.seq + 1;
+    }
+    memcpy(r, mine.out, (size_t)n * sizeof *r);
+}
+
+void vw_emu_cp_async(void *dst, const void *src, int cp_bytes, int src_bytes, int cg) {
+    if (cg ? cp_bytes != 16 : cp_bytes != 4 && cp_bytes != 8 && cp_bytes != 16)
+        die("cp.async: .ca copies 4, 8 or 16 bytes, .cg 16");
+    if (src_bytes < 0 || src_bytes > cp_bytes)
+        die("cp.async: src-size outside 0 .. cp-size");
+    if (!dst || (uintptr_t)dst % cp_bytes || (src_bytes && (!src || (uintptr_t)src % cp_bytes)))
+        die("cp.async: an address not aligned to the copy size");
+    cp_pending c = {(unsigned char *)dst, {}, cp_bytes, -1};
+    if (src_bytes)
+        memcpy(c.data, src, (size_t)src_bytes); // the rest stays zero (zero-fill)
+    memset(dst, 0xff, (size_t)cp_bytes);        // NaN until the covering wait
+    E.cpq[E.cur].push_back(c);
+}
+
+void vw_emu_cp_async_commit(void) {
+    const long g = E.cp_groups[E.cur]++; // an empty group counts too, as in the PTX ISA
+    for (cp_pending &c : E.cpq[E.cur])
+        if (c.group < 0)
+            c.group = g;
+}
+
+void vw_emu_cp_async_wait(int n) {
+    if (n < 0) {
+        vw_emu_cp_async_commit();
+        n = 0;
+    }
+    std::vector<cp_pending> &q = E.cpq[E.cur];
+    const long done_below = E.cp_groups[E.cur] - n; // groups [0, done_below) complete
+    size_t keep = 0;
+    for (size_t i = 0; i < q.size(); i++) {
+        if (q[i].group >= 0 && q[i].group < done_below)
+            memcpy(q[i].dst, q[i].data, (size_t)q[i].bytes);
+        else
+            q[keep++] = q[i];
+    }
+    q.resize(keep);
+}
+
 uint3 vw_emu_thread_idx(void) {
     const unsigned i = (unsigned)E.cur, bx = E.block.x, by = E.block.y;
     return uint3{i % bx, i / bx % by, i / (bx * by)};
@@ -337,6 +446,8 @@ void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), v
         E.ctx.resize(E.n), E.sp.resize(E.n), E.state.resize(E.n), E.parity.resize(E.n);
         E.stacks.resize(E.n, nullptr), E.xch[0].resize(E.n), E.xch[1].resize(E.n);
         E.mxch[0].resize(E.n), E.mxch[1].resize(E.n), E.mma_seq.resize(E.n);
+        E.ldsm_done[0].resize((E.n + 31) / 32), E.ldsm_done[1].resize((E.n + 31) / 32);
+        E.cpq.resize(E.n), E.cp_groups.resize(E.n);
     }
     E.dyn.assign(smem ? smem : 1, 0xff);
     const char *mm = getenv("VW_CUDA_EMU_MMA");
@@ -355,8 +466,11 @@ void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), v
                     continue;
                 }
                 memset(E.dyn.data(), 0xff, E.dyn.size());
-                for (E.cur = 0; E.cur < E.n; E.cur++)
+                for (E.cur = 0; E.cur < E.n; E.cur++) {
+                    thread_start(E.cur);
                     body(ctx);
+                    thread_exit_checks();
+                }
             }
     E.plain = false;
 }

@@ -122,6 +122,29 @@ vw_status vw_cuda_op_mma(vw_cuda_mma_kind kind, const float *A, const float *B, 
  * zero; as an FP32 value with the low 13 bits zero). */
 vw_status vw_cuda_op_tf32_round(const float *x, size_t n, float *y, vw_err *err);
 
+/* Load probes (cuda/ldst_probe.cu, cuda/ldst.cuh). vw_cuda_op_ldmatrix: one
+ * warp runs ldmatrix .x(n) (1, 2, 4), .trans when trans, on a shared copy of
+ * tile [32 rows][8], lane l pointing at row rows[l] (0..31); out[l*4 + i] =
+ * lane l's register i (i >= n: 0). vw_cuda_op_ldsm_mma: vw_cuda_op_mma's
+ * product (kind TF32 or BF16, one MMA) with the fragments loaded by ldmatrix
+ * from shared tiles through ldst.cuh's row helpers, B stored transposed, or
+ * k-major with .trans (b_kmajor, BF16 only). vw_cuda_op_cp_async: 64 threads
+ * copy src (n_src >= 512 floats) into a 1,024-float shared buffer with
+ * cp.async, thread t: group 0, 16 bytes (.cg) src[4t..] -> [4t..]; group 1,
+ * two 8-byte copies src[256 + 4t..] -> [256 + 4t..], the second reading only
+ * t % 9 bytes (zero-filled after); group 2, four 4-byte copies
+ * src[(37t + 11j) % n_src] -> [512 + 4t + j]; uncommitted, 16 bytes reading
+ * none -> [768 + 4t..] (zeros). After wait_group 2 it reads its group-0 and
+ * group-1 slots into early[8t..8t+7]; after wait_group 1, wait_all and a
+ * barrier the whole buffer goes to out[1024], each slot read by the next
+ * thread. VW_EINVAL for a bad argument. */
+vw_status vw_cuda_op_ldmatrix(int n, int trans, const uint16_t *tile, const int32_t *rows,
+                              uint32_t *out, vw_err *err);
+vw_status vw_cuda_op_ldsm_mma(vw_cuda_mma_kind kind, int b_kmajor, const float *A, const float *B,
+                              const float *C, float *D, vw_err *err);
+vw_status vw_cuda_op_cp_async(const float *src, size_t n_src, float *early, float *out,
+                              vw_err *err);
+
 /* The chunked gated delta rule (chunk 64) of io's T rows split into n_seq
  * consecutive sequences of lengths seq_len[]; sequence i starts from
  * state_in[i] ([Hv, dk, dv]; NULL: zeros) and leaves its final state in

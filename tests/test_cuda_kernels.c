@@ -382,6 +382,137 @@ Test(cuda_kernels, mma_layouts) {
     cr_expect_eq(bad, 0, "cvt.rna.tf32: %zu of 1000 values differ from the definition", bad);
 }
 
+/* ---- loads (cuda/ldst.cuh) ----------------------------------------------------- */
+
+/* ldmatrix by the PTX ISA's definition ("Warp-level matrix load instruction:
+ * ldmatrix"): lane l's register i holds matrix i's elements (row l/4, columns
+ * 2(l%4), +1), or with .trans (rows 2(l%4), +1, column l/4), low half first;
+ * row j of matrix i is at the address lane 8i + j gave. Every element of the
+ * tile is distinct and the lanes point at rows in a shuffled order (two lanes
+ * share a row), so a misplaced element or row changes a register. */
+Test(cuda_kernels, ldmatrix_layouts) {
+    need_gpu();
+    uint16_t tile[32 * 8];
+    int32_t rows[32];
+    for (int i = 0; i < 32 * 8; i++)
+        tile[i] = (uint16_t)(0x1000 + 7 * i);
+    for (int l = 0; l < 32; l++)
+        rows[l] = (l * 13 + 5) % 32;
+    rows[9] = rows[30];
+    vw_err err = {0};
+    for (int n = 1; n <= 4; n *= 2)
+        for (int trans = 0; trans <= 1; trans++) {
+            uint32_t got[32 * 4];
+            vw_expect_ok(vw_cuda_op_ldmatrix(n, trans, tile, rows, got, &err), &err);
+            size_t bad = 0;
+            for (int l = 0; l < 32; l++)
+                for (int i = 0; i < n; i++) {
+                    const int g = l / 4, t = l % 4;
+                    uint32_t lo, hi;
+                    if (!trans) {
+                        lo = tile[rows[8 * i + g] * 8 + 2 * t];
+                        hi = tile[rows[8 * i + g] * 8 + 2 * t + 1];
+                    } else {
+                        lo = tile[rows[8 * i + 2 * t] * 8 + g];
+                        hi = tile[rows[8 * i + 2 * t + 1] * 8 + g];
+                    }
+                    if (got[l * 4 + i] != (lo | hi << 16) && ++bad <= 3)
+                        fprintf(stderr, "  x%d%s lane %d reg %d: %08x, want %08x\n", n,
+                                trans ? ".trans" : "", l, i, got[l * 4 + i], lo | hi << 16);
+                }
+            fprintf(stderr, "ldmatrix x%d%s: %zu of %d registers differ\n", n,
+                    trans ? ".trans" : "", bad, 32 * n);
+            cr_expect_eq(bad, 0, "ldmatrix x%d trans=%d", n, trans);
+        }
+}
+
+/* The fragments ldmatrix loads through ldst.cuh's row helpers feed mma.sync
+ * exactly as plain loads by mma.cuh's tables do: small integers, so the
+ * product is exact and must equal both the plain product and vw_cuda_op_mma's
+ * result bit for bit (TF32: A and Bᵀ tiles; BF16: A, and B as Bᵀ or k-major
+ * through .trans). */
+Test(cuda_kernels, ldmatrix_feeds_mma) {
+    need_gpu();
+    vw_rng r = {29};
+    float A[256], B[128], C[128], D[128], Dplain[128];
+    double ref[128], mag[128];
+    vw_err err = {0};
+    const struct {
+        vw_cuda_mma_kind kind;
+        int kmajor;
+        const char *name;
+    } cases[] = {{VW_CUDA_MMA_TF32, 0, "tf32, Bt"},
+                 {VW_CUDA_MMA_BF16, 0, "bf16, Bt"},
+                 {VW_CUDA_MMA_BF16, 1, "bf16, B k-major (.trans)"}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const size_t K = cases[c].kind == VW_CUDA_MMA_TF32 ? 8 : 16;
+        for (int i = 0; i < 256; i++)
+            A[i] = floorf(vw_rng_uni(&r, -8, 9));
+        for (int i = 0; i < 128; i++)
+            B[i] = floorf(vw_rng_uni(&r, -8, 9)), C[i] = floorf(vw_rng_uni(&r, -64, 65));
+        vw_expect_ok(vw_cuda_op_ldsm_mma(cases[c].kind, cases[c].kmajor, A, B, C, D, &err), &err);
+        vw_expect_ok(vw_cuda_op_mma(cases[c].kind, A, B, C, Dplain, &err), &err);
+        ref_mma(A, B, C, K, ref, mag);
+        double worst = 0;
+        for (int i = 0; i < 128; i++)
+            worst = fmax(worst, fabs(D[i] - ref[i]));
+        fprintf(stderr, "ldmatrix -> mma %s: max|D - AB - C| = %g\n", cases[c].name, worst);
+        cr_expect_eq(worst, 0, "ldmatrix-fed mma %s differs from the plain product", cases[c].name);
+        cr_expect(!memcmp(D, Dplain, sizeof D), "ldmatrix-fed mma %s differs from plain loads",
+                  cases[c].name);
+    }
+}
+
+static int on_emulator(void) {
+    char name[128] = "";
+    vw_cuda_device_count(name, sizeof name);
+    return strstr(name, "emulator") != NULL;
+}
+
+/* cp.async in groups (ops_cuda.h vw_cuda_op_cp_async) against plain loads:
+ * after the last wait and a barrier every slot holds its source (zero-filled
+ * past a short src-size, zeros for src-size 0), whichever thread reads it;
+ * after wait_group 2 a thread's group-0 slots hold their data. On the
+ * emulator, which lands a copy only at its covering wait, its group-1 slots
+ * must still read NaN then (on a GPU they may hold either). */
+Test(cuda_kernels, cp_async_groups) {
+    need_gpu();
+    vw_rng r = {31};
+    const size_t n_src = 1000;
+    float *src = vw_rng_floats(&r, n_src, -4, 4), early[8 * 64], out[1024], want[1024];
+    for (int t = 0; t < 64; t++)
+        for (int j = 0; j < 4; j++) {
+            want[4 * t + j] = src[4 * t + j];
+            want[256 + 4 * t + j] = src[256 + 4 * t + j];
+            want[512 + 4 * t + j] = src[(t * 37 + j * 11) % n_src];
+            want[768 + 4 * t + j] = 0.0f;
+        }
+    for (int t = 0; t < 64; t++) { /* the second 8-byte copy reads t % 9 bytes */
+        unsigned char *w = (unsigned char *)&want[256 + 4 * t + 2];
+        memset(w + t % 9, 0, (size_t)(8 - t % 9));
+    }
+    vw_err err = {0};
+    vw_expect_ok(vw_cuda_op_cp_async(src, n_src, early, out, &err), &err);
+    size_t bad = 0, bad_early = 0, landed_early = 0;
+    for (int i = 0; i < 1024; i++)
+        if (memcmp(&out[i], &want[i], 4) && ++bad <= 3)
+            fprintf(stderr, "  slot %d: %a, want %a\n", i, out[i], want[i]);
+    for (int t = 0; t < 64; t++)
+        for (int j = 0; j < 4; j++) {
+            bad_early += memcmp(&early[8 * t + j], &want[4 * t + j], 4) != 0;
+            landed_early += !isnan(early[8 * t + 4 + j]);
+        }
+    fprintf(stderr,
+            "cp.async: %zu of 1024 slots differ after the waits; after wait_group 2 "
+            "%zu group-0 slots differ, %zu of 256 group-1 slots landed\n",
+            bad, bad_early, landed_early);
+    cr_expect_eq(bad, 0, "cp.async: slots differ from plain loads");
+    cr_expect_eq(bad_early, 0, "cp.async: group 0 not landed after wait_group 2");
+    if (on_emulator())
+        cr_expect_eq(landed_early, 0, "emulator: group 1 landed before its wait");
+    free(src);
+}
+
 /* ---- attention with prefix ---------------------------------------------------- */
 
 /* float64 reference of one query row: keys = parent rows then own rows <= i. */
