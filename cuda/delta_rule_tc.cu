@@ -392,16 +392,16 @@ int vw_cu_gdn_tc_takes(const vw_cu_gdn *a) {
            (a->ldq | a->ldk | a->ldv | a->ldo) % 4 == 0;
 }
 
-vw_status vw_cu_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
+size_t vw_cu_gdn_tc_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t) {
     if (!shape_taken(dk, dv))
-        return VW_OK;
-    vw_gdn::kernel_smem t[K_COUNT];
-    smem_table(dk, t);
-    vw_status st = VW_OK;
-    for (int i = 0; i < K_COUNT && st == VW_OK; i++)
+        return 0;
+    vw_gdn::kernel_smem all[K_COUNT];
+    smem_table(dk, all);
+    size_t n = 0;
+    for (int i = 0; i < K_COUNT; i++)
         if (i != K_WIDE || wide_fits(dk, dv))
-            st = vw_gdn::smem_for(t[i], err);
-    return st;
+            t[n++] = all[i];
+    return n;
 }
 
 vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
@@ -414,8 +414,8 @@ vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaSt
     vw_gdn::kernel_smem t[K_COUNT];
     smem_table(a->dk, t);
     const bool wide = wide_for(a, p);
-    const vw_gdn::kernel_smem &k = t[wide ? K_WIDE : K_NARROW];
-    vw_status st = vw_gdn::smem_for(k, err);
+    const vw_gdn::kernel_smem &k = t[wide ? K_WIDE : K_NARROW]; // opted in at creation
+    vw_status st = VW_OK;
     // grid y <= 65,535: a pass of more sequences runs as several launches (they
     // are independent), so no batch falls back to other kernels
     constexpr size_t max_y = 65535;
