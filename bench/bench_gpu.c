@@ -7,7 +7,7 @@
  *   bench_gpu --bundle DIR [options]          any verified bundle
  * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
  *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
- *          --wait block|spin|both
+ *          --wait block|spin|both  --graphs on|off|both
  *   bench_gpu --kernel-smem 0.8b|4b|9b        the dynamic shared memory of the mixers'
  *                                             kernels at that shape (scripts/sass-report):
  *                                             {"event":"kernel_smem","kernel":..,"bytes":..}
@@ -31,7 +31,10 @@
  *   drift from the CPU rows in BF16 and FP32 on this shape), latency (batch 1:
  *   p50/p99 over --latency-reps, and the calling thread's CPU time per forward,
  *   per wait mode: "block" sleeps in a blocking-sync event, "spin" polls; both
- *   with --wait both), kernels (one batch-1 forward timed by CUDA events per
+ *   with --wait both; "launch": how the forward reached the device, "graph" (a CUDA graph
+ *   replayed: one host launch call; vw_backbone_cuda_launches, with its node count) or
+ *   "direct" (every kernel, GEMM and copy launched; --graphs off, or beside the graph
+ *   with --graphs both)), kernels (one batch-1 forward timed by CUDA events per
  *   kernel class: delta rule, attention, GEMMs, the rest; vw_backbone_cuda_profile),
  *   batch (per B: tokens/s, requests/s, model
  *   TFLOP/s = projection GEMMs 2·N·K per token + attention 4·hd per query-key
@@ -191,7 +194,8 @@ typedef struct bench {
     vw_executor *gpu;
     size_t max_tokens, max_trees;
     int reps, lat_reps;
-    int wait; /* bit 0: measure blocking waits, bit 1: spinning (latency) */
+    int wait;   /* bit 0: measure blocking waits, bit 1: spinning (latency) */
+    int graphs; /* bit 0: the executors use CUDA graphs, bit 1: latency also without */
     double t_start, budget;
     uint64_t seed;
 } bench;
@@ -214,9 +218,12 @@ static double max_abs_diff(const float *a, const float *b, size_t n) {
 }
 
 static vw_executor *gpu_new(const vw_bundle *b, vw_cuda_precision prec, size_t max_tokens,
-                            size_t max_trees, int spin) {
-    vw_cuda_opts o = {
-        .max_tokens = max_tokens, .max_trees = max_trees, .precision = prec, .spin_wait = spin};
+                            size_t max_trees, int spin, int no_graphs) {
+    vw_cuda_opts o = {.max_tokens = max_tokens,
+                      .max_trees = max_trees,
+                      .precision = prec,
+                      .spin_wait = spin,
+                      .no_graphs = no_graphs};
     vw_executor *ex = NULL;
     vw_err err = {0};
     if (vw_backbone_cuda_new(b, &o, &ex, &err) != VW_OK)
@@ -237,8 +244,8 @@ static int cpu_ref(const bench *B) {
     const size_t H = B->gpu->hidden, n = 3 * H;
     float *cpu_rows = malloc(n * 4), *gpu_rows = malloc(n * 4), *f32_rows = malloc(n * 4),
           *x2_rows = malloc(n * 4);
-    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4, 0),
-                *x2 = gpu_new(B->b, VW_CUDA_BF16X2, 4096, 4, 0);
+    vw_executor *cpu = NULL, *f32 = gpu_new(B->b, VW_CUDA_FP32, 4096, 4, 0, 0),
+                *x2 = gpu_new(B->b, VW_CUDA_BF16X2, 4096, 4, 0, 0);
     vw_err err = {0};
     double t0 = now();
     if (!cpu_rows || !gpu_rows || !f32_rows || !x2_rows || !f32 || !x2 ||
@@ -287,10 +294,18 @@ static int latency_of(const bench *B, vw_executor *ex, const gtree *g, const cha
             return free(rows), free(lat), 1;
         lat[k] = now() - t0, cpu[k] = thread_cpu() - c0;
     }
+    vw_cuda_launches l = {0};
+    vw_err err = {0};
+    vw_backbone_cuda_launches(ex, &l, &err);
     if (k)
-        printf("{\"event\":\"latency\",\"wait\":\"%s\",\"trees\":1,\"tokens\":%zu,\"reps\":%d,"
+        printf("{\"event\":\"latency\",\"wait\":\"%s\",\"launch\":\"%s\",\"graph_nodes\":%zu,"
+               "\"trees\":1,\"tokens\":%zu,\"reps\":%d,"
                "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"host_cpu_ms_p50\":%.3f}\n",
-               wait, vw_tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99),
+               wait,
+               l.graph == 2   ? "graph"
+               : l.graph == 1 ? "graph_capture"
+                              : "direct",
+               l.nodes, vw_tree_tokens(&g->t), k, 1e3 * pct(lat, k, 0.5), 1e3 * pct(lat, k, 0.99),
                1e3 * pct(cpu, k, 0.5));
     fflush(stdout);
     free(rows), free(lat);
@@ -326,11 +341,18 @@ static int latency(const bench *B, const gtree *g, vw_cuda_precision prec) {
     int rc = (B->wait & 1) ? latency_of(B, B->gpu, g, "block") : 0;
     if (!rc && (B->wait & 2)) {
         vw_executor *spin = (B->wait & 1) ? NULL : B->gpu;
-        if (!spin && !(spin = gpu_new(B->b, prec, B->max_tokens, 1, 1)))
+        if (!spin && !(spin = gpu_new(B->b, prec, B->max_tokens, 1, 1, !(B->graphs & 1))))
             return 1;
         rc = latency_of(B, spin, g, "spin");
         if (spin != B->gpu)
             vw_executor_free(spin);
+    }
+    if (!rc && B->graphs == 3) { /* the same without graphs, blocking */
+        vw_executor *direct = gpu_new(B->b, prec, B->max_tokens, 1, 0, 1);
+        if (!direct)
+            return 1;
+        rc = latency_of(B, direct, g, "block");
+        vw_executor_free(direct);
     }
     return rc;
 }
@@ -374,7 +396,8 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
         return 77;
     }
     double t0 = now();
-    if (!(B->gpu = gpu_new(B->b, prec, B->max_tokens, B->max_trees, B->wait == 2)))
+    if (!(B->gpu =
+              gpu_new(B->b, prec, B->max_tokens, B->max_trees, B->wait == 2, !(B->graphs & 1))))
         return 1;
     vw_cuda_opts o = {.max_tokens = B->max_tokens, .max_trees = B->max_trees, .precision = prec};
     printf("{\"event\":\"device\",\"name\":\"%s\",\"precision\":\"%s\",\"max_tokens\":%zu,"
@@ -437,6 +460,7 @@ int main(int argc, char **argv) {
                .reps = 3,
                .lat_reps = 30,
                .wait = 1,
+               .graphs = 1,
                .budget = 240,
                .seed = 20260601,
                .t_start = now()};
@@ -469,16 +493,19 @@ int main(int argc, char **argv) {
             return kernel_smem(v);
         else if (!strcmp(k, "--wait"))
             B.wait = !strcmp(v, "block") ? 1 : !strcmp(v, "spin") ? 2 : !strcmp(v, "both") ? 3 : 0;
+        else if (!strcmp(k, "--graphs"))
+            B.graphs = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 2 : !strcmp(v, "both") ? 3 : 0;
         else
             return fprintf(stderr, "bench_gpu: unknown option %s\n", k), 2;
     }
-    if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 || !B.wait ||
+    if ((!dir == !rnd_dir) || B.reps < 1 || B.lat_reps < 1 || !B.wait || !B.graphs ||
         (strcmp(prec, "bf16") && strcmp(prec, "bf16x2") && strcmp(prec, "fp32"))) {
         fprintf(stderr,
                 "usage: bench_gpu --random-bundle DIR [--shape 0.8b|4b|9b] | --bundle DIR"
                 " [--batches 1,8,64,256]"
                 " [--reps N] [--latency-reps N] [--max-tokens N] [--precision bf16|bf16x2|fp32]"
-                " [--cpu-ref 1|0] [--budget-s S] [--seed S] [--wait block|spin|both]\n");
+                " [--cpu-ref 1|0] [--budget-s S] [--seed S] [--wait block|spin|both]"
+                " [--graphs on|off|both]\n");
         return 2;
     }
     if (vw_cuda_device_count(NULL, 0) == 0) { /* refuse before writing 1.5-16 GB */

@@ -96,8 +96,10 @@ size_t layout_arena(cu_model *m, char *base) {
     m->pstate = cv.f32(m->opts.max_trees * m->d.Hv * m->d.dk * m->d.dv);
     m->gdn_ws = cv.f32(vw_cu_gdn_ws_floats(R, m->d.Hv, m->d.dk, m->d.dv));
     m->cos_t = cv.f32(R * (m->d.rot / 2)), m->sin_t = cv.f32(R * (m->d.rot / 2));
+    /* the GEMM input's BF16 planes: hi, and lo for BF16X2 (gemm.cu) */
     m->gemm.xbf_cap = vw_cuda_bf16_weights(m->opts.precision) ? R * m->xbf_w : 0;
-    m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
+    const size_t planes = m->opts.precision == VW_CUDA_BF16X2 ? 2 : 1;
+    m->gemm.xbf = (__nv_bfloat16 *)cv.take(planes * m->gemm.xbf_cap * sizeof(__nv_bfloat16));
     m->blas_ws_bytes = BLAS_WS, m->blas_ws = cv.take(BLAS_WS);
     m->dmeta.ids = (int32_t *)cv.take(R * sizeof(int32_t));
     m->dmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));
@@ -266,6 +268,7 @@ void model_free(cu_model *m) {
     if (m->copy)
         cudaStreamDestroy(m->copy);
     prof_free(m->prof);
+    vw_cu_graphs_free(m->graphs);
     if (m->done)
         cudaEventDestroy(m->done);
     if (m->blas)
@@ -398,6 +401,10 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
     st = VW_CUBLAS_TRY(err, cublasSetWorkspace(m->blas, m->blas_ws, m->blas_ws_bytes));
     if (st != VW_OK)
         goto done;
+    if (!m->opts.no_graphs && !(m->graphs = (cu_graphs *)calloc(1, sizeof *m->graphs))) {
+        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cuda graphs");
+        goto done;
+    }
     m->gemm.blas = m->blas, m->gemm.stream = m->stream;
     m->gemm.prec = m->opts.precision, m->gemm.invariant = m->opts.batch_invariant;
     ex->ops = m->heads ? &cuda_heads_ops : &cuda_ops;
@@ -445,6 +452,14 @@ vw_status vw_backbone_cuda_profile(vw_executor *ex, int on, vw_err *err) {
     }
     if (m->prof)
         m->prof->on = on;
+    return VW_OK;
+}
+
+vw_status vw_backbone_cuda_launches(vw_executor *ex, vw_cuda_launches *out, vw_err *err) {
+    if (!ex || ex->ops->forward != vw_cu_forward)
+        return VW_FAIL(err, VW_EINVAL, "bad_argument", "launches: not a CUDA executor");
+    const cu_model *m = (const cu_model *)ex->impl;
+    *out = m->graphs ? m->graphs->last : vw_cuda_launches{};
     return VW_OK;
 }
 

@@ -34,7 +34,10 @@
  * conv reads the prefix's last K-1 pre-conv rows, and the delta rule runs
  * twice per layer (prefixes from a zero state, keeping their final state;
  * then blocks starting from their prefix's state). Readout rows are gathered
- * on the device and copied back once per call.
+ * on the device and copied back once per call. The whole forward, metadata
+ * uploads included, is captured into a CUDA graph and launched as one
+ * (unless opts->no_graphs); the same shape again replays it: one host launch
+ * call instead of ~600 (docs/cuda.md "Launches").
  *
  * Memory: one device arena sized at creation from opts->max_tokens and
  * opts->max_trees; the request path never allocates. A call with more rows,
@@ -81,7 +84,29 @@ typedef struct vw_cuda_opts {
     int host_heads;              /* 0 (default): the executor offers the heads op when the
                                     package has the heads (heads_cuda.h); 1: it does not, and
                                     the host runs them on the rows (the CPU heads' path) */
+    int no_graphs;               /* 0 (default): a forward is captured into a CUDA graph and
+                                    launched as one; a forward whose shape repeats one of the
+                                    last VW_CUDA_GRAPHS replays its graph (see below); 1: every
+                                    kernel, GEMM and copy is launched directly */
 } vw_cuda_opts;
+
+/* Graphs kept per executor, one per forward shape: rows, trees, segments,
+ * readouts, attention items and delta-rule chunks (what every launch's grid
+ * and every copy's size depend on); the least recently used is replaced. */
+#define VW_CUDA_GRAPHS 4
+
+/* How the last forward reached the device. */
+typedef struct vw_cuda_launches {
+    int graph;    /* 0: launched directly (no_graphs, profiling on, or a capture
+                     failed once: the executor then stays direct); 1: captured into
+                     a new graph, then launched; 2: a kept graph replayed */
+    size_t nodes; /* that graph's nodes: kernels (cuBLAS's included) and copies, what
+                     the forward enqueues; 0 when launched directly */
+} vw_cuda_launches;
+
+/* The last forward's vw_cuda_launches (zeros before the first). ex must be a
+ * CUDA executor (VW_EINVAL). */
+vw_status vw_backbone_cuda_launches(vw_executor *ex, vw_cuda_launches *out, vw_err *err);
 
 /* Kernel classes of the forward, for vw_backbone_cuda_profile. */
 typedef enum vw_cuda_kclass {

@@ -101,20 +101,22 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     const cudaStream_t s = m->stream;
     float *g = m->gb, *beta = m->gb + R * m->d.Hv;
     /* 1. qkv | z | b | a = x W^T -> big [R, W] */
-    vw_cu_mark(m, VW_CUK_GEMM);
-    vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
+    vw_cu_mark(m, VW_CUK_GEMM); /* x's planes: from the norm before (mlp_block, run_layers) */
+    vw_status st =
+        vw_cu_linear_planes(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     /* 2-3. causal conv from each sequence's history + SiLU -> mix [R, cd] */
+    /* 7. l2norm q (times dk^-0.5) and k per key head; 5-6. g, beta from the
+     * b | a columns: one launch with the conv (vw_cu_gdn_inputs) */
     vw_cu_mark(m, VW_CUK_REST);
+    vw_cu_gdn_in in = {};
+    in.x = m->big, in.ldx = W, in.w = w->conv, in.K = m->d.K;
+    in.segs = m->dmeta.segs, in.row_seg = m->dmeta.row_seg, in.rows = R;
+    in.Hk = m->d.Hkl, in.dk = m->d.dk, in.vd = vd, in.y = m->mix;
+    in.eps = 1e-6f, in.qscale = 1.0f / sqrtf((float)m->d.dk);
+    in.ba = m->big + cd + vd, in.ldba = W, in.A = w->A, in.dt_bias = w->dt_bias, in.Hv = m->d.Hv;
+    in.g = g, in.beta = beta;
     if (st == VW_OK)
-        st = vw_cu_conv_silu(m->big, W, w->conv, cd, m->d.K, m->dmeta.segs, m->dmeta.row_seg, R,
-                             m->mix, s, err);
-    /* 7. l2norm q (times dk^-0.5) and k per key head */
-    if (st == VW_OK)
-        st = vw_cu_l2norm_qk(m->mix, cd, R, m->d.Hkl, m->d.dk, 1e-6f, 1.0f / sqrtf((float)m->d.dk),
-                             s, err);
-    /* 5-6. g, beta from the b | a columns */
-    if (st == VW_OK)
-        st = vw_cu_gates(m->big + cd + vd, W, w->A, w->dt_bias, R, m->d.Hv, g, beta, s, err);
+        st = vw_cu_gdn_inputs(&in, s, err);
     /* 8. delta rule over every chunk at once; the state passes: prefixes from
      * zero (keeping their final state), then blocks from their prefix's state
      * -> core [R, vd] */
@@ -134,11 +136,12 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_gated_rmsnorm(m->core, vd, m->big + cd, W, w->norm, m->c.rms_eps, R, m->d.Hv,
-                                 m->d.dv, s, err);
+                                 m->d.dv, vw_cu_gemm_planes(&m->gemm), s, err);
     /* 10. delta = y W_out^T */
     vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
-        st = vw_cu_linear(&m->gemm, m->core, vd, w->out, m->delta, m->d.H, R, m->d.H, vd, 0, err);
+        st = vw_cu_linear_planes(&m->gemm, m->core, vd, w->out, m->delta, m->d.H, R, m->d.H, vd, 0,
+                                 err);
     return st;
 }
 
@@ -147,8 +150,9 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
 vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, W = m->d.attn_in, hd = m->d.hd, qw = m->d.Hq * hd;
     float *Q = m->mix, *K = m->mix + R * qw;
-    vw_cu_mark(m, VW_CUK_GEMM);
-    vw_status st = vw_cu_linear(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
+    vw_cu_mark(m, VW_CUK_GEMM); /* x's planes: from the norm before */
+    vw_status st =
+        vw_cu_linear_planes(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
     vw_cu_attn_prep ap = {m->big,
                           W,
                           w->q_norm,
@@ -199,21 +203,25 @@ vw_status mlp_block(const cu_model *m, const cu_layer_w *lw, const float *next_n
                     const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, H = m->d.H, F = m->d.F;
     const float eps = m->c.rms_eps;
+    /* Each producer writes the next GEMM's BF16 planes beside its FP32 output
+     * (none in FP32 mode; none after the final norm, whose rows are gathered). */
+    const vw_cu_planes pl = vw_cu_gemm_planes(&m->gemm), none = {nullptr, nullptr};
     vw_cu_mark(m, VW_CUK_REST);
     vw_status st =
-        vw_cu_add_rmsnorm(m->h, m->delta, lw->post_norm, eps, R, H, m->x, m->stream, err);
+        vw_cu_add_rmsnorm(m->h, m->delta, lw->post_norm, eps, R, H, m->x, pl, m->stream, err);
     vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
-        st = vw_cu_linear(&m->gemm, m->x, H, lw->mlp_in, m->big, 2 * F, R, 2 * F, H, 0, err);
+        st = vw_cu_linear_planes(&m->gemm, m->x, H, lw->mlp_in, m->big, 2 * F, R, 2 * F, H, 0, err);
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
-        st = vw_cu_swiglu(m->big, R, F, m->stream, err);
+        st = vw_cu_swiglu(m->big, R, F, pl, m->stream, err);
     vw_cu_mark(m, VW_CUK_GEMM);
     if (st == VW_OK)
-        st = vw_cu_linear(&m->gemm, m->big, 2 * F, lw->down, m->delta, H, R, H, F, 0, err);
+        st = vw_cu_linear_planes(&m->gemm, m->big, 2 * F, lw->down, m->delta, H, R, H, F, 0, err);
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
-        st = vw_cu_add_rmsnorm(m->h, m->delta, next_norm, eps, R, H, m->x, m->stream, err);
+        st = vw_cu_add_rmsnorm(m->h, m->delta, next_norm, eps, R, H, m->x,
+                               next_norm == m->final_norm ? none : pl, m->stream, err);
     return st;
 }
 
@@ -223,7 +231,7 @@ vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
     vw_status st = vw_cu_embed(m->embed, bf16, m->dmeta.ids, R, H, m->h, m->stream, err);
     if (st == VW_OK) /* x = input_norm_0(h) */
         st = vw_cu_add_rmsnorm(m->h, nullptr, m->layers[0].in_norm, m->c.rms_eps, R, H, m->x,
-                               m->stream, err);
+                               vw_cu_gemm_planes(&m->gemm), m->stream, err);
     for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++) {
         const cu_layer_w *lw = &m->layers[l];
         st = lw->full ? attn_layer(m, &lw->a, p, err) : gdn_layer(m, &lw->g, p, err);
@@ -231,6 +239,21 @@ vw_status run_layers(const cu_model *m, const cu_plan *p, vw_err *err) {
         if (st == VW_OK)
             st = mlp_block(m, lw, next, p, err);
     }
+    return st;
+}
+
+// The forward's device work on m->stream: the metadata uploads, the layers,
+// the gather of the readout rows into delta.
+vw_status enqueue(const cu_model *m, const cu_plan *p, vw_err *err) {
+    vw_cu_mark(m, VW_CUK_REST);
+    vw_status st = plan_upload(m, p, err);
+    if (st == VW_OK)
+        st = run_layers(m, p, err);
+    /* x now holds the final-normed rows; gather the readouts into delta. */
+    vw_cu_mark(m, VW_CUK_REST);
+    if (st == VW_OK && p->n_out)
+        st = vw_cu_gather_rows(m->x, m->d.H, m->dmeta.out_rows, p->n_out, m->delta, m->stream, err);
+    vw_cu_mark(m, VW_CUK_COUNT); /* closes the last span */
     return st;
 }
 
@@ -267,15 +290,15 @@ vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, f
         m->prof->last = -1;
     }
     plan_fill(m, trees, &p);
-    vw_cu_mark(m, VW_CUK_REST);
-    st = plan_upload(m, &p, err);
-    if (st == VW_OK)
-        st = run_layers(m, &p, err);
-    /* x now holds the final-normed rows; gather the readouts into delta. */
-    vw_cu_mark(m, VW_CUK_REST);
-    if (st == VW_OK && p.n_out)
-        st = vw_cu_gather_rows(m->x, m->d.H, m->dmeta.out_rows, p.n_out, m->delta, m->stream, err);
-    vw_cu_mark(m, VW_CUK_COUNT); /* closes the last span */
+    /* As one graph (kept per shape), unless graphs are off or the forward is
+     * profiled (its event marks are direct calls). */
+    if (m->graphs && !(m->prof && m->prof->on))
+        st = vw_cu_graph_forward(m, m->graphs, &p, enqueue, err);
+    else {
+        if (m->graphs)
+            m->graphs->last = vw_cuda_launches{};
+        st = enqueue(m, &p, err);
+    }
     /* No rows wanted (the heads op follows, executor.h "Heads"): return with
      * the device still working; the heads op queues behind the forward and
      * waits for both. */

@@ -63,6 +63,21 @@ typedef struct cu_plan {
     size_t rows, n_trees, n_segs, n_out, n_items, n_chunks;
 } cu_plan;
 
+/* The executor's CUDA graphs (backbone_cuda_graph.cu): one instance per
+ * forward shape (cu_plan's counts), least recently used replaced. */
+typedef struct cu_graph_slot {
+    cu_plan shape;
+    cudaGraphExec_t exec; /* NULL: free */
+    size_t nodes;
+    uint64_t used;
+} cu_graph_slot;
+typedef struct cu_graphs {
+    cu_graph_slot slot[VW_CUDA_GRAPHS];
+    uint64_t tick;
+    int off;               /* a capture failed: direct launches from then on */
+    vw_cuda_launches last; /* the last forward's */
+} cu_graphs;
+
 typedef struct cu_model {
     vw_qwen35_config c;
     vw_cuda_opts opts;                  /* resolved (no zeros) */
@@ -76,6 +91,7 @@ typedef struct cu_model {
     cudaEvent_t uploaded; /* recorded on copy after it; stream waits for it */
     vw_cuda_heads *heads; /* the readout heads (NULL: the package has none, or host_heads) */
     cu_prof *prof;        /* per-class timing (vw_backbone_cuda_profile) */
+    cu_graphs *graphs;    /* the forward's graphs; NULL with opts.no_graphs */
     cublasHandle_t blas;
     vw_cu_gemm gemm;
 
@@ -103,6 +119,18 @@ typedef struct cu_model {
 /* backbone_cuda_fwd.cu: opens a span of class k when profiling is on and the
  * class changes (k = VW_CUK_COUNT closes the last one). */
 void vw_cu_mark(const cu_model *m, int k);
+
+/* Enqueues a planned forward on m->stream: the metadata uploads, the layers,
+ * the gather (backbone_cuda_fwd.cu). */
+typedef vw_status (*cu_enqueue_fn)(const cu_model *m, const cu_plan *p, vw_err *err);
+
+/* backbone_cuda_graph.cu: runs enqueue(m, p) through the graph kept for p's
+ * shape, or captures a new one (into the least recently used slot) and
+ * launches it; a capture the runtime refuses turns graphs off for m and
+ * enqueues directly. Records g->last. */
+vw_status vw_cu_graph_forward(const cu_model *m, cu_graphs *g, const cu_plan *p,
+                              cu_enqueue_fn enqueue, vw_err *err);
+void vw_cu_graphs_free(cu_graphs *g);
 
 /* backbone_cuda_fwd.cu: the executor's forward slot. */
 vw_status vw_cu_forward(vw_executor *ex, const vw_tree *trees, size_t n_trees, float *rows,

@@ -114,6 +114,16 @@ __device__ __forceinline__ float vw_d_softplus(float x) {
     return x > 20.0f ? x : log1pf(expf(x));
 }
 
+/* Element i of a GEMM input's BF16 planes (kernels.cuh vw_cu_planes): hi =
+ * bf16(v); lo = bf16(v - hi) when lo is given (BF16X2). */
+__device__ __forceinline__ void vw_put_planes(__nv_bfloat16 *hi, __nv_bfloat16 *lo, size_t i,
+                                              float v) {
+    const __nv_bfloat16 h = __float2bfloat16_rn(v);
+    hi[i] = h;
+    if (lo)
+        lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
+}
+
 __device__ __forceinline__ float vw_load_f(const float *p) {
     return *p;
 }

@@ -517,6 +517,7 @@ bool vw_emu_capturing(void) {
     return E.capture != nullptr;
 }
 void vw_emu_capture(std::function<void()> node) {
+    E.calls.captured++;
     E.capture->nodes.push_back(std::move(node));
 }
 // A call that cannot be captured: the capture fails (thread-local mode).
@@ -614,7 +615,7 @@ cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind) {
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind, cudaStream_t) {
     E.calls.copies += !E.capture;
     if (E.capture) // a copy node: the source is read at each replay
-        E.capture->nodes.push_back([d, s, n]() { memcpy(d, s, n); });
+        vw_emu_capture([d, s, n]() { memcpy(d, s, n); });
     else
         memcpy(d, s, n);
     return cudaSuccess;
@@ -825,7 +826,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
         return Af && Bf;
     };
     if (E.capture) { // a node: the operands are read at each replay
-        E.capture->nodes.push_back([gemm]() {
+        vw_emu_capture([gemm]() {
             if (!gemm())
                 die("out of memory in a replayed GEMM");
         });

@@ -5,8 +5,9 @@
 //  - BF16X2: as BF16, twice: X = hi + lo with hi = bf16(X), lo = bf16(X - hi);
 //    Y = W hi (+ beta Y), then Y += W lo. W is exact in BF16 (the bundle stores
 //    it so), so only lo's own rounding (~2^-17 relative) and FP32
-//    accumulation remain. The scratch is reused: the stream orders the cast of
-//    lo after the first GEMM.
+//    accumulation remain. Both planes are written at once, by one cast kernel
+//    (vw_cu_linear) or by X's producer (vw_cu_linear_planes: the norms and
+//    SwiGLU write them beside their FP32 output).
 //  - FP32: the same call on FP32 operands with CUBLAS_COMPUTE_32F_PEDANTIC, so
 //    no TF32 or other reduced-precision path is taken.
 //  - FP32 invariant: gemm_f32_fixed below. Each output element is one FMA chain
@@ -68,23 +69,54 @@ __global__ void gemm_f32_fixed(const float *__restrict__ X, size_t ldx, const fl
     }
 }
 
-// Y (ld ldy) = W g->xbf^T + beta Y: BF16 operands, FP32 accumulation and output.
-vw_status gemm_bf16(const vw_cu_gemm *g, const void *W, float *Y, size_t ldy, size_t T, size_t N,
-                    size_t K, float beta, vw_err *err) {
+// Y (ld ldy) = W xb^T + beta Y: BF16 operands, FP32 accumulation and output.
+vw_status gemm_bf16(const vw_cu_gemm *g, const __nv_bfloat16 *xb, const void *W, float *Y,
+                    size_t ldy, size_t T, size_t N, size_t K, float beta, vw_err *err) {
     const float alpha = 1.0f;
     return VW_CUBLAS_TRY(err, cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)T,
-                                           (int)K, &alpha, W, CUDA_R_16BF, (int)K, g->xbf,
-                                           CUDA_R_16BF, (int)K, &beta, Y, CUDA_R_32F, (int)ldy,
+                                           (int)K, &alpha, W, CUDA_R_16BF, (int)K, xb, CUDA_R_16BF,
+                                           (int)K, &beta, Y, CUDA_R_32F, (int)ldy,
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+vw_status check_dims(size_t T, size_t N, size_t K, size_t ldx, size_t ldy, vw_err *err) {
+    if (T > INT_MAX || N > INT_MAX || K > INT_MAX || ldx > INT_MAX || ldy > INT_MAX)
+        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "gemm %zux%zux%zu exceeds int range", T,
+                       N, K);
+    return VW_OK;
 }
 
 } // namespace
 
+vw_cu_planes vw_cu_gemm_planes(const vw_cu_gemm *g) {
+    if (g->prec == VW_CUDA_FP32)
+        return {nullptr, nullptr};
+    return {g->xbf, g->prec == VW_CUDA_BF16X2 ? g->xbf + g->xbf_cap : nullptr};
+}
+
+vw_status vw_cu_linear_planes(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W,
+                              float *Y, size_t ldy, size_t T, size_t N, size_t K, int accumulate,
+                              vw_err *err) {
+    if (g->prec == VW_CUDA_FP32)
+        return vw_cu_linear(g, X, ldx, W, Y, ldy, T, N, K, accumulate, err);
+    vw_status st = check_dims(T, N, K, ldx, ldy, err);
+    if (st != VW_OK)
+        return st;
+    if (T * K > g->xbf_cap)
+        return VW_FAIL(err, VW_EINVAL, "internal", "gemm: %zux%zu input exceeds the BF16 scratch",
+                       T, K);
+    const vw_cu_planes p = vw_cu_gemm_planes(g);
+    st = gemm_bf16(g, p.hi, W, Y, ldy, T, N, K, accumulate ? 1.0f : 0.0f, err);
+    if (st == VW_OK && p.lo)
+        st = gemm_bf16(g, p.lo, W, Y, ldy, T, N, K, 1.0f, err);
+    return st;
+}
+
 vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
                        size_t ldy, size_t T, size_t N, size_t K, int accumulate, vw_err *err) {
-    if (T > INT_MAX || N > INT_MAX || K > INT_MAX || ldx > INT_MAX || ldy > INT_MAX)
-        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "gemm %zux%zux%zu exceeds int range", T,
-                       N, K);
+    vw_status st = check_dims(T, N, K, ldx, ldy, err);
+    if (st != VW_OK)
+        return st;
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (g->prec == VW_CUDA_FP32 && g->invariant) {
         dim3 grid(vw_blocks_for(N, BN), vw_blocks_for(T, BM));
@@ -101,13 +133,6 @@ vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const vo
     if (T * K > g->xbf_cap)
         return VW_FAIL(err, VW_EINVAL, "internal", "gemm: %zux%zu input exceeds the BF16 scratch",
                        T, K);
-    vw_status st = vw_cu_cast_bf16(X, ldx, T, K, 0, g->xbf, g->stream, err);
-    if (st == VW_OK)
-        st = gemm_bf16(g, W, Y, ldy, T, N, K, beta, err);
-    if (st != VW_OK || g->prec != VW_CUDA_BF16X2)
-        return st;
-    st = vw_cu_cast_bf16(X, ldx, T, K, 1, g->xbf, g->stream, err);
-    if (st == VW_OK)
-        st = gemm_bf16(g, W, Y, ldy, T, N, K, 1.0f, err);
-    return st;
+    st = vw_cu_cast_bf16(X, ldx, T, K, vw_cu_gemm_planes(g), g->stream, err);
+    return st == VW_OK ? vw_cu_linear_planes(g, X, ldx, W, Y, ldy, T, N, K, accumulate, err) : st;
 }

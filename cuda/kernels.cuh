@@ -45,23 +45,42 @@ typedef struct vw_cu_gemm {
     cudaStream_t stream;
     vw_cuda_precision prec;
     int invariant;      /* FP32: in-house fixed-order kernel instead of cuBLAS */
-    __nv_bfloat16 *xbf; /* BF16, BF16X2: scratch for the rounded input, xbf_cap elements */
+    __nv_bfloat16 *xbf; /* BF16, BF16X2: scratch for the rounded input, xbf_cap elements
+                           per plane: hi, then (BF16X2) lo at xbf + xbf_cap */
     size_t xbf_cap;
 } vw_cu_gemm;
 
+/* A GEMM input rounded to BF16 planes, dense [rows, K]: hi = bf16(x) and, for
+ * BF16X2, lo = bf16(x - hi) (NULL otherwise); both NULL in FP32 mode. A
+ * producing kernel that is given planes writes them beside its FP32 output —
+ * the cast fused into the producer (norms, SwiGLU) — and
+ * vw_cu_linear_planes consumes them. */
+typedef struct vw_cu_planes {
+    __nv_bfloat16 *hi, *lo;
+} vw_cu_planes;
+
+/* The planes of g's scratch for its precision (both NULL for FP32). */
+vw_cu_planes vw_cu_gemm_planes(const vw_cu_gemm *g);
+
 /* Y[T,N] (ld ldy) (+)= X[T,K] (ld ldx) W[N,K]^T; W is BF16 in BF16 and BF16X2
- * modes, FP32 otherwise; Y is FP32. */
+ * modes, FP32 otherwise; Y is FP32. The BF16 modes round X into g's planes
+ * first (one kernel for both). */
 vw_status vw_cu_linear(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W, float *Y,
                        size_t ldy, size_t T, size_t N, size_t K, int accumulate, vw_err *err);
+/* The same where X's producer already wrote g's planes (vw_cu_gemm_planes,
+ * dense [T, K]): the BF16 modes read only them, FP32 reads X. */
+vw_status vw_cu_linear_planes(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W,
+                              float *Y, size_t ldy, size_t T, size_t N, size_t K, int accumulate,
+                              vw_err *err);
 
 /* ---- elementwise.cu ------------------------------------------------------ */
 
 vw_status vw_cu_embed(const void *E, int bf16, const int32_t *ids, size_t rows, size_t H, float *h,
                       cudaStream_t s, vw_err *err);
-/* y [rows, cols] dense BF16 = x [rows, cols] (ld ldx) rounded to nearest even
- * (lo = 0), or the remainder x - float(bf16(x)) so rounded (lo = 1). */
-vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, int lo,
-                          __nv_bfloat16 *y, cudaStream_t s, vw_err *err);
+/* p's planes of x [rows, cols] (ld ldx): hi rounded to nearest even and, when
+ * p.lo, the remainder x - float(hi) so rounded; dense [rows, cols]. */
+vw_status vw_cu_cast_bf16(const float *x, size_t ldx, size_t rows, size_t cols, vw_cu_planes p,
+                          cudaStream_t s, vw_err *err);
 /* x: pre-conv rows (ld ldx), w [C, K]; row_seg[r] = index into segs; y [rows, C]. */
 vw_status vw_cu_conv_silu(const float *x, size_t ldx, const float *w, size_t C, size_t K,
                           const vw_cuda_seg *segs, const int32_t *row_seg, size_t rows, float *y,
@@ -72,21 +91,48 @@ vw_status vw_cu_l2norm_qk(float *x, size_t ld, size_t rows, size_t Hk, size_t dk
 /* ba (ld ld): b at columns [0, Hv), a at [Hv, 2Hv). g, beta: [rows, Hv]. */
 vw_status vw_cu_gates(const float *ba, size_t ld, const float *A, const float *dt_bias, size_t rows,
                       size_t Hv, float *g, float *beta, cudaStream_t s, vw_err *err);
-/* In place on gu [rows, 2F]. */
-vw_status vw_cu_swiglu(float *gu, size_t rows, size_t F, cudaStream_t s, vw_err *err);
+/* Gated DeltaNet's inputs in one launch (gdn_layer steps 2-3, 5-7): the causal
+ * conv + SiLU of vw_cu_conv_silu over the C = 2 Hk dk + vd channels at x (ld
+ * ldx) into y (ld C), the L2 norm of vw_cu_l2norm_qk on y's q and k heads,
+ * and the gates of vw_cu_gates from b | a at ba (ld ldba) — each value
+ * computed as those three kernels compute it, in the same order. */
+typedef struct vw_cu_gdn_in {
+    const float *x;
+    size_t ldx;
+    const float *w; /* [C, K] conv taps */
+    size_t K;
+    const vw_cuda_seg *segs;
+    const int32_t *row_seg;
+    size_t rows, Hk, dk, vd;
+    float eps, qscale;
+    float *y;
+    const float *ba; /* b at columns [0, Hv), a at [Hv, 2Hv) */
+    size_t ldba;
+    const float *A, *dt_bias;
+    size_t Hv;
+    float *g, *beta; /* [rows, Hv] */
+} vw_cu_gdn_in;
+vw_status vw_cu_gdn_inputs(const vw_cu_gdn_in *a, cudaStream_t s, vw_err *err);
+
+/* In place on gu [rows, 2F]; the products also into p (dense [rows, F]) when
+ * p.hi (the down projection's input). */
+vw_status vw_cu_swiglu(float *gu, size_t rows, size_t F, vw_cu_planes p, cudaStream_t s,
+                       vw_err *err);
 /* out[i, :] = x[idx[i], :], rows of H floats. */
 vw_status vw_cu_gather_rows(const float *x, size_t H, const int32_t *idx, size_t n, float *out,
                             cudaStream_t s, vw_err *err);
 
 /* ---- norm.cu ------------------------------------------------------------- */
 
-/* h += delta (delta may be NULL); y = rmsnorm(h) * w; h, delta, y [rows, D]. */
+/* h += delta (delta may be NULL); y = rmsnorm(h) * w; h, delta, y [rows, D];
+ * y also into p (dense [rows, D]) when p.hi (the next projection's input). */
 vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float eps, size_t rows,
-                            size_t D, float *y, cudaStream_t s, vw_err *err);
-/* In place on o (ld ldo, Hv heads of dv): o = rmsnorm(o) * w * silu(z); z (ld ldz). */
+                            size_t D, float *y, vw_cu_planes p, cudaStream_t s, vw_err *err);
+/* In place on o (ld ldo, Hv heads of dv): o = rmsnorm(o) * w * silu(z); z (ld
+ * ldz); o also into p (dense [rows, Hv dv]) when p.hi. */
 vw_status vw_cu_gated_rmsnorm(float *o, size_t ldo, const float *z, size_t ldz, const float *w,
-                              float eps, size_t rows, size_t Hv, size_t dv, cudaStream_t s,
-                              vw_err *err);
+                              float eps, size_t rows, size_t Hv, size_t dv, vw_cu_planes p,
+                              cudaStream_t s, vw_err *err);
 
 typedef struct vw_cu_attn_prep {
     const float

@@ -29,10 +29,12 @@ __device__ double block_sum_d(double v) {
     return s;
 }
 
-// One block per row: h += delta; y = h * rsqrt(mean(h^2) + eps) * w.
+// One block per row: h += delta; y = h * rsqrt(mean(h^2) + eps) * w; y also
+// into the next GEMM's BF16 planes when hi is given (the fused cast).
 __global__ void add_rmsnorm_k(float *__restrict__ h, const float *__restrict__ delta,
                               const float *__restrict__ w, float eps, size_t D,
-                              float *__restrict__ y) {
+                              float *__restrict__ y, __nv_bfloat16 *__restrict__ hi,
+                              __nv_bfloat16 *__restrict__ lo) {
     const size_t r = blockIdx.x;
     float *hr = h + r * D;
     double ss = 0.0;
@@ -46,14 +48,20 @@ __global__ void add_rmsnorm_k(float *__restrict__ h, const float *__restrict__ d
     }
     ss = block_sum_d(ss);
     const float inv = 1.0f / sqrtf((float)(ss / (double)D) + eps);
-    for (size_t d = threadIdx.x; d < D; d += blockDim.x)
-        y[r * D + d] = hr[d] * inv * w[d];
+    for (size_t d = threadIdx.x; d < D; d += blockDim.x) {
+        const float v = hr[d] * inv * w[d];
+        y[r * D + d] = v;
+        if (hi)
+            vw_put_planes(hi, lo, r * D + d, v);
+    }
 }
 
-// One warp per (row, head): o = rmsnorm(o) * w * silu(z).
+// One warp per (row, head): o = rmsnorm(o) * w * silu(z), also into the out
+// projection's BF16 planes (dense [rows, Hv dv]) when hi is given.
 __global__ void gated_rmsnorm_k(float *__restrict__ o, size_t ldo, const float *__restrict__ z,
                                 size_t ldz, const float *__restrict__ w, float eps, size_t rows,
-                                size_t Hv, size_t dv) {
+                                size_t Hv, size_t dv, __nv_bfloat16 *__restrict__ hi,
+                                __nv_bfloat16 *__restrict__ lo) {
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const unsigned lane = threadIdx.x % 32;
     if (warp >= rows * Hv)
@@ -66,8 +74,12 @@ __global__ void gated_rmsnorm_k(float *__restrict__ o, size_t ldo, const float *
         ss += (double)orow[d] * orow[d];
     ss = vw_warp_sum_d(ss);
     const float inv = 1.0f / sqrtf((float)(ss / (double)dv) + eps);
-    for (size_t d = lane; d < dv; d += 32)
-        orow[d] = orow[d] * inv * w[d] * vw_d_silu(zrow[d]);
+    for (size_t d = lane; d < dv; d += 32) {
+        const float v = orow[d] * inv * w[d] * vw_d_silu(zrow[d]);
+        orow[d] = v;
+        if (hi)
+            vw_put_planes(hi, lo, (r * Hv + hh) * dv + d, v);
+    }
 }
 
 // One warp per (row, head), heads [0, Hq) are queries and [Hq, Hq+Hk) keys:
@@ -109,7 +121,7 @@ __global__ void attn_prep_k(vw_cu_attn_prep a) {
 } // namespace
 
 vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float eps, size_t rows,
-                            size_t D, float *y, cudaStream_t s, vw_err *err) {
+                            size_t D, float *y, vw_cu_planes p, cudaStream_t s, vw_err *err) {
     if (rows > 0x7fffffffu)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "add_rmsnorm: %zu rows", rows);
     if (!rows)
@@ -118,14 +130,15 @@ vw_status vw_cu_add_rmsnorm(float *h, const float *delta, const float *w, float 
      * block size per D, so the reduction order never depends on the batch. */
     unsigned threads = (unsigned)((D + 127) / 128 * 32);
     threads = threads < 32 ? 32 : threads > NORM_THREADS ? NORM_THREADS : threads;
-    return VW_LAUNCH(err, add_rmsnorm_k, (unsigned)rows, threads, 0, s, h, delta, w, eps, D, y);
+    return VW_LAUNCH(err, add_rmsnorm_k, (unsigned)rows, threads, 0, s, h, delta, w, eps, D, y,
+                     p.hi, p.lo);
 }
 
 vw_status vw_cu_gated_rmsnorm(float *o, size_t ldo, const float *z, size_t ldz, const float *w,
-                              float eps, size_t rows, size_t Hv, size_t dv, cudaStream_t s,
-                              vw_err *err) {
+                              float eps, size_t rows, size_t Hv, size_t dv, vw_cu_planes p,
+                              cudaStream_t s, vw_err *err) {
     return VW_LAUNCH(err, gated_rmsnorm_k, vw_blocks_for(rows * Hv * 32, NORM_THREADS),
-                     NORM_THREADS, 0, s, o, ldo, z, ldz, w, eps, rows, Hv, dv);
+                     NORM_THREADS, 0, s, o, ldo, z, ldz, w, eps, rows, Hv, dv, p.hi, p.lo);
 }
 
 vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *err) {

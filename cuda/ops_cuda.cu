@@ -88,8 +88,8 @@ extern "C" vw_status vw_cuda_op_linear(vw_cuda_precision prec, int invariant, co
     if (st == VW_OK)
         st = d.put(&dY, Y, T * N * 4, err);
     g.xbf_cap = bf16 ? T * K : 0;
-    if (st == VW_OK && bf16)
-        st = d.put(&g.xbf, nullptr, T * K * 2, err);
+    if (st == VW_OK && bf16) /* hi and lo planes */
+        st = d.put(&g.xbf, nullptr, 2 * T * K * 2, err);
     if (st == VW_OK)
         st = VW_CUBLAS_TRY(err, cublasCreate(&g.blas));
     if (st == VW_OK)
@@ -125,11 +125,35 @@ extern "C" vw_status vw_cuda_op_embed(const float *E, size_t vocab, size_t H, in
     return st;
 }
 
+// Device planes for the host buffers hi / lo (each may be NULL), and back.
+static vw_status planes_put(dev_bufs &d, vw_cu_planes *p, const uint16_t *hi, const uint16_t *lo,
+                            size_t n, vw_err *err) {
+    vw_status st = VW_OK;
+    if (hi)
+        st = d.put(&p->hi, nullptr, n * 2, err);
+    if (st == VW_OK && hi && lo)
+        st = d.put(&p->lo, nullptr, n * 2, err);
+    return st;
+}
+static vw_status planes_get(const vw_cu_planes &p, uint16_t *hi, uint16_t *lo, size_t n,
+                            vw_err *err) {
+    vw_status st = VW_OK;
+    if (p.hi)
+        st = get(hi, p.hi, n * 2, err);
+    if (st == VW_OK && p.lo)
+        st = get(lo, p.lo, n * 2, err);
+    return st;
+}
+
 extern "C" vw_status vw_cuda_op_add_rmsnorm(float *h, const float *delta, const float *w, float eps,
-                                            size_t rows, size_t D, float *y, vw_err *err) {
+                                            size_t rows, size_t D, float *y, uint16_t *hi,
+                                            uint16_t *lo, vw_err *err) {
     dev_bufs d;
     float *dh, *dd = nullptr, *dw, *dy;
-    vw_status st = d.put(&dh, h, rows * D * 4, err);
+    vw_cu_planes p = {nullptr, nullptr};
+    vw_status st = planes_put(d, &p, hi, lo, rows * D, err);
+    if (st == VW_OK)
+        st = d.put(&dh, h, rows * D * 4, err);
     if (st == VW_OK && delta)
         st = d.put(&dd, delta, rows * D * 4, err);
     if (st == VW_OK)
@@ -137,28 +161,36 @@ extern "C" vw_status vw_cuda_op_add_rmsnorm(float *h, const float *delta, const 
     if (st == VW_OK)
         st = d.put(&dy, nullptr, rows * D * 4, err);
     if (st == VW_OK)
-        st = vw_cu_add_rmsnorm(dh, dd, dw, eps, rows, D, dy, 0, err);
+        st = vw_cu_add_rmsnorm(dh, dd, dw, eps, rows, D, dy, p, 0, err);
     if (st == VW_OK)
         st = get(h, dh, rows * D * 4, err);
     if (st == VW_OK)
         st = get(y, dy, rows * D * 4, err);
+    if (st == VW_OK)
+        st = planes_get(p, hi, lo, rows * D, err);
     return st;
 }
 
 extern "C" vw_status vw_cuda_op_gated_rmsnorm(float *o, const float *z, const float *w, float eps,
-                                              size_t rows, size_t Hv, size_t dv, vw_err *err) {
+                                              size_t rows, size_t Hv, size_t dv, uint16_t *hi,
+                                              uint16_t *lo, vw_err *err) {
     dev_bufs d;
     float *dO, *dz, *dw;
     const size_t n = rows * Hv * dv;
-    vw_status st = d.put(&dO, o, n * 4, err);
+    vw_cu_planes p = {nullptr, nullptr};
+    vw_status st = planes_put(d, &p, hi, lo, n, err);
+    if (st == VW_OK)
+        st = d.put(&dO, o, n * 4, err);
     if (st == VW_OK)
         st = d.put(&dz, z, n * 4, err);
     if (st == VW_OK)
         st = d.put(&dw, w, dv * 4, err);
     if (st == VW_OK)
-        st = vw_cu_gated_rmsnorm(dO, Hv * dv, dz, Hv * dv, dw, eps, rows, Hv, dv, 0, err);
+        st = vw_cu_gated_rmsnorm(dO, Hv * dv, dz, Hv * dv, dw, eps, rows, Hv, dv, p, 0, err);
     if (st == VW_OK)
         st = get(o, dO, n * 4, err);
+    if (st == VW_OK)
+        st = planes_get(p, hi, lo, n, err);
     return st;
 }
 
@@ -197,14 +229,66 @@ extern "C" vw_status vw_cuda_op_gates(const float *ba, const float *A, const flo
     return st;
 }
 
-extern "C" vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, vw_err *err) {
+extern "C" vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, uint16_t *hi, uint16_t *lo,
+                                       vw_err *err) {
     dev_bufs d;
     float *dg;
-    vw_status st = d.put(&dg, gu, rows * 2 * F * 4, err);
+    vw_cu_planes p = {nullptr, nullptr};
+    vw_status st = planes_put(d, &p, hi, lo, rows * F, err);
     if (st == VW_OK)
-        st = vw_cu_swiglu(dg, rows, F, 0, err);
+        st = d.put(&dg, gu, rows * 2 * F * 4, err);
+    if (st == VW_OK)
+        st = vw_cu_swiglu(dg, rows, F, p, 0, err);
     if (st == VW_OK)
         st = get(gu, dg, rows * 2 * F * 4, err);
+    if (st == VW_OK)
+        st = planes_get(p, hi, lo, rows * F, err);
+    return st;
+}
+
+extern "C" vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_t K,
+                                           const vw_cuda_seg *segs, size_t n_segs, size_t rows,
+                                           size_t Hk, size_t dk, size_t vd, float eps, float qscale,
+                                           const float *A, const float *dt_bias, size_t Hv,
+                                           float *y, float *g, float *beta, vw_err *err) {
+    dev_bufs d;
+    const size_t C = 2 * Hk * dk + vd, W = C + 2 * Hv;
+    vw_cu_gdn_in a = {};
+    float *dx = nullptr, *dw = nullptr, *dy = nullptr, *dA = nullptr, *ddt = nullptr, *dg = nullptr,
+          *db = nullptr;
+    vw_cuda_seg *ds = nullptr;
+    int32_t *drs = nullptr, *rs = row_segs(segs, n_segs, rows);
+    if (!rs)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda gdn_inputs");
+    vw_status st = d.put(&dx, x, rows * W * 4, err);
+    if (st == VW_OK)
+        st = d.put(&dw, w, C * K * 4, err);
+    if (st == VW_OK)
+        st = d.put(&dy, nullptr, rows * C * 4, err);
+    if (st == VW_OK)
+        st = d.put(&ds, segs, n_segs * sizeof *segs, err);
+    if (st == VW_OK)
+        st = d.put(&drs, rs, rows * 4, err);
+    if (st == VW_OK)
+        st = d.put(&dA, A, Hv * 4, err);
+    if (st == VW_OK)
+        st = d.put(&ddt, dt_bias, Hv * 4, err);
+    if (st == VW_OK)
+        st = d.put(&dg, nullptr, rows * Hv * 4, err);
+    if (st == VW_OK)
+        st = d.put(&db, nullptr, rows * Hv * 4, err);
+    a.x = dx, a.ldx = W, a.w = dw, a.K = K, a.segs = ds, a.row_seg = drs, a.rows = rows;
+    a.Hk = Hk, a.dk = dk, a.vd = vd, a.eps = eps, a.qscale = qscale, a.y = dy;
+    a.ba = dx + C, a.ldba = W, a.A = dA, a.dt_bias = ddt, a.Hv = Hv, a.g = dg, a.beta = db;
+    if (st == VW_OK)
+        st = vw_cu_gdn_inputs(&a, 0, err);
+    if (st == VW_OK)
+        st = get(y, dy, rows * C * 4, err);
+    if (st == VW_OK)
+        st = get(g, dg, rows * Hv * 4, err);
+    if (st == VW_OK)
+        st = get(beta, db, rows * Hv * 4, err);
+    free(rs);
     return st;
 }
 

@@ -52,15 +52,22 @@ vw_status vw_cuda_op_linear(vw_cuda_precision prec, int invariant, const float *
 vw_status vw_cuda_op_embed(const float *E, size_t vocab, size_t H, int bf16, const int32_t *ids,
                            size_t rows, float *h, vw_err *err);
 
+/* The fused casts: add_rmsnorm, gated_rmsnorm and swiglu also write their
+ * output as the next GEMM's BF16 planes (kernels.cuh vw_cu_planes) when hi is
+ * given: hi = bf16(y) and, when lo is given, lo = bf16(y - hi), as bit
+ * patterns, dense [rows, width]; NULL: not asked (the kernel then writes
+ * none, as in FP32 mode). */
+
 /* h += delta (when delta != NULL), then y = rmsnorm(h) * w (vw_rmsnorm with
  * w = 1 + weight); h is updated in place. h, delta, y: [rows, D]. */
 vw_status vw_cuda_op_add_rmsnorm(float *h, const float *delta, const float *w, float eps,
-                                 size_t rows, size_t D, float *y, vw_err *err);
+                                 size_t rows, size_t D, float *y, uint16_t *hi, uint16_t *lo,
+                                 vw_err *err);
 
 /* Gated RMSNorm of the DeltaNet output, in place: for each row and head,
  * o = rmsnorm(o) * w * silu(z) (o, z: [rows, Hv*dv]; w: [dv]). */
 vw_status vw_cuda_op_gated_rmsnorm(float *o, const float *z, const float *w, float eps, size_t rows,
-                                   size_t Hv, size_t dv, vw_err *err);
+                                   size_t Hv, size_t dv, uint16_t *hi, uint16_t *lo, vw_err *err);
 
 /* In place on x [rows, 2*Hk*dk] (q heads then k heads): vw_l2norm_scale with
  * eps, scale qscale on q heads and 1 on k heads. */
@@ -72,8 +79,21 @@ vw_status vw_cuda_op_l2norm_qk(float *x, size_t rows, size_t Hk, size_t dk, floa
 vw_status vw_cuda_op_gates(const float *ba, const float *A, const float *dt_bias, size_t rows,
                            size_t Hv, float *g, float *beta, vw_err *err);
 
-/* In place on gu [rows, 2F]: gu[r, i] = silu(gu[r, i]) * gu[r, F + i], i < F. */
-vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, vw_err *err);
+/* In place on gu [rows, 2F]: gu[r, i] = silu(gu[r, i]) * gu[r, F + i], i < F;
+ * planes [rows, F]. */
+vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, uint16_t *hi, uint16_t *lo,
+                            vw_err *err);
+
+/* The executor's fused DeltaNet inputs (kernels.cuh vw_cu_gdn_inputs): x
+ * [rows, C + 2 Hv] holds the C = 2 Hk dk + vd conv channels (q heads, k
+ * heads, v) then b and a; y [rows, C] = causal conv (taps w [C, K]) + SiLU
+ * with the packed sequences' histories as vw_cuda_op_conv_silu, then the q
+ * and k heads L2-normed as vw_cuda_op_l2norm_qk; g, beta [rows, Hv] as
+ * vw_cuda_op_gates. */
+vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_t K, const vw_cuda_seg *segs,
+                                size_t n_segs, size_t rows, size_t Hk, size_t dk, size_t vd,
+                                float eps, float qscale, const float *A, const float *dt_bias,
+                                size_t Hv, float *y, float *g, float *beta, vw_err *err);
 
 /* Causal depthwise conv (kernel K) + SiLU over C channels of x [rows, C] for the
  * packed sequences segs (history of a block = its parent's last K-1 rows,
@@ -147,12 +167,14 @@ vw_status vw_cuda_op_cp_async(const float *src, size_t n_src, float *early, floa
 
 #ifdef VW_CUDA_EMU
 /* The CPU emulator's tally of host calls since the process started (cuda/emu.cu):
- * kernel launches; cuBLAS GEMMs; copies and memsets; the shared-memory opt-in's
- * calls (cudaGetDevice, cudaDeviceGetAttribute, cudaFuncSetAttribute); event
- * records; waits (stream, event); graph launches. What a forward asks of the
- * driver: the difference of two reads around it (tests/test_cuda_forward.c). */
+ * kernel launches; cuBLAS GEMMs; copies and memsets (those three launched at
+ * once, not captured); the shared-memory opt-in's calls (cudaGetDevice,
+ * cudaDeviceGetAttribute, cudaFuncSetAttribute); event records; waits
+ * (stream, event); graph launches; launches, GEMMs and copies captured into a
+ * graph. What a forward asks of the driver: the difference of two reads
+ * around it (tests/test_cuda_forward.c). */
 typedef struct vw_cuda_emu_calls {
-    size_t kernels, gemms, copies, attrs, events, syncs, graph_launches;
+    size_t kernels, gemms, copies, attrs, events, syncs, graph_launches, captured;
 } vw_cuda_emu_calls;
 void vw_cuda_emu_calls_read(vw_cuda_emu_calls *c);
 #endif

@@ -287,10 +287,8 @@ Test(cuda_forward, profile_split_and_wait_modes, .init = need_gpu, .fini = done)
 }
 
 #ifdef VW_CUDA_EMU
-/* What a batch-1 forward asks of the driver (the emulator's tally of host
- * calls, ops_cuda.h): printed per kind, and no shared-memory opt-in calls
- * (cudaGetDevice, cudaDeviceGetAttribute, cudaFuncSetAttribute): the
- * executor opts its kernels in once, at creation. */
+/* What a forward asks of the driver (the emulator's tally of host calls,
+ * ops_cuda.h), per kind. */
 static vw_cuda_emu_calls calls_of(vw_executor *ex, const vw_tree *trees, size_t n) {
     vw_cuda_emu_calls a, b;
     vw_cuda_emu_calls_read(&a);
@@ -302,39 +300,113 @@ static vw_cuda_emu_calls calls_of(vw_executor *ex, const vw_tree *trees, size_t 
                                b.attrs - a.attrs,
                                b.events - a.events,
                                b.syncs - a.syncs,
-                               b.graph_launches - a.graph_launches};
+                               b.graph_launches - a.graph_launches,
+                               b.captured - a.captured};
 }
 
+/* Calls that submit or configure work: launched and captured kernels, GEMMs
+ * and copies, opt-in calls, event records, graph launches. */
 static size_t host_launch_calls(const vw_cuda_emu_calls *c) {
-    return c->kernels + c->gemms + c->copies + c->attrs + c->events + c->graph_launches;
+    return c->kernels + c->gemms + c->copies + c->attrs + c->events + c->graph_launches +
+           c->captured;
 }
 
 static void print_calls(const char *what, const vw_cuda_emu_calls *c) {
     fprintf(stderr,
             "launches per forward, %s: %zu host launch calls (kernels %zu, GEMMs %zu, copies %zu, "
-            "opt-in calls %zu, event records %zu, graph launches %zu; waits %zu)\n",
+            "opt-in calls %zu, event records %zu, graph launches %zu, captured %zu; waits %zu)\n",
             what, host_launch_calls(c), c->kernels, c->gemms, c->copies, c->attrs, c->events,
-            c->graph_launches, c->syncs);
+            c->graph_launches, c->captured, c->syncs);
 }
 
+/* Batch 1 (a prefix and three blocks), bf16x2 and bf16: launched directly
+ * (no_graphs) a forward makes no shared-memory opt-in calls (the executor
+ * opts its kernels in once, at creation); with graphs the first forward is
+ * captured (the same work, recorded) and launched as one graph, and the same
+ * shape again is one graph launch, which vw_backbone_cuda_launches reports
+ * with the captured node count. */
 Test(cuda_forward, launches_per_forward, .init = need_gpu, .fini = done) {
     fixture f;
     fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
-    const vw_tree *one = &f.trees[0]; /* batch 1: a prefix and three blocks */
+    const vw_tree *one = &f.trees[0];
+    const int layers = vw_bundle_backbone_config(bundle)->n_layers;
     for (int p = 0; p < 2; p++) {
-        vw_executor *ex = cuda_exec(p ? VW_CUDA_BF16 : VW_CUDA_BF16X2, 0, 1024);
-        const vw_cuda_emu_calls c = calls_of(ex, one, 1);
-        char what[96];
-        snprintf(what, sizeof what, "%s, batch 1, tiny bundle (%d layers)", p ? "bf16" : "bf16x2",
-                 vw_bundle_backbone_config(bundle)->n_layers);
-        print_calls(what, &c);
-        cr_expect_eq(c.attrs, 0, "%s: %zu shared-memory opt-in calls in a forward", what, c.attrs);
-        cr_expect_gt(c.kernels, 0, "%s: no kernel launched", what);
-        vw_executor_free(ex);
+        const vw_cuda_precision prec = p ? VW_CUDA_BF16 : VW_CUDA_BF16X2;
+        vw_cuda_opts o = {.max_tokens = 1024, .max_trees = 8, .precision = prec, .no_graphs = 1};
+        vw_executor *direct = NULL, *graphs = NULL;
+        vw_err err = {0};
+        cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &direct, &err), VW_OK, "%s", err.msg);
+        o.no_graphs = 0;
+        cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &graphs, &err), VW_OK, "%s", err.msg);
+        char what[128];
+        const char *pn = p ? "bf16" : "bf16x2";
+        const vw_cuda_emu_calls d = calls_of(direct, one, 1);
+        snprintf(what, sizeof what, "%s, batch 1, tiny bundle (%d layers), direct", pn, layers);
+        print_calls(what, &d);
+        cr_expect_eq(d.attrs, 0, "%s: %zu shared-memory opt-in calls in a forward", what, d.attrs);
+        cr_expect_gt(d.kernels, 0, "%s: no kernel launched", what);
+        cr_expect_eq(d.captured + d.graph_launches, 0, "%s: a graph", what);
+        const vw_cuda_emu_calls c1 = calls_of(graphs, one, 1);
+        vw_cuda_launches l1, l2;
+        cr_assert_eq(vw_backbone_cuda_launches(graphs, &l1, &err), VW_OK);
+        snprintf(what, sizeof what, "%s, batch 1, graph captured (%zu nodes)", pn, l1.nodes);
+        print_calls(what, &c1);
+        const vw_cuda_emu_calls c2 = calls_of(graphs, one, 1);
+        cr_assert_eq(vw_backbone_cuda_launches(graphs, &l2, &err), VW_OK);
+        snprintf(what, sizeof what, "%s, batch 1, graph replayed", pn);
+        print_calls(what, &c2);
+        cr_expect(l1.graph == 1 && l2.graph == 2, "%s: graph %d then %d", pn, l1.graph, l2.graph);
+        cr_expect_eq(l1.nodes, c1.captured, "%s: %zu nodes, %zu captured", pn, l1.nodes,
+                     c1.captured);
+        cr_expect_eq(c1.captured, d.kernels + d.gemms + d.copies - 1,
+                     "%s: the graph holds the direct forward's work (less the rows' copy back)",
+                     pn);
+        cr_expect(c1.kernels + c1.gemms + c1.copies == 1 && c1.graph_launches == 1,
+                  "%s: the captured forward launches one graph (and copies its rows back)", pn);
+        cr_expect(c2.captured == 0 && c2.graph_launches == 1, "%s: replay", pn);
+        cr_expect_leq(host_launch_calls(&c2), 150, "%s: %zu host launch calls", pn,
+                      host_launch_calls(&c2));
+        vw_executor_free(direct);
+        vw_executor_free(graphs);
     }
     free(f.ids);
 }
 #endif
+
+/* Graphs change no bit: the same trees through a kept graph, a new capture and
+ * direct launches give the same rows; with more shapes than VW_CUDA_GRAPHS
+ * the least recently used is captured again (a wrong replay of another
+ * shape's graph would give other rows). */
+Test(cuda_forward, graphs_bit_exact, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_cuda_opts o = {.max_tokens = 1024, .max_trees = 8, .precision = VW_CUDA_BF16X2};
+    vw_executor *g = NULL, *d = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &g, &err), VW_OK, "%s", err.msg);
+    o.no_graphs = 1;
+    cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &d, &err), VW_OK, "%s", err.msg);
+    /* shapes: all four trees, then each alone, then all again (5 > 4 kept) */
+    const struct {
+        size_t first, n;
+        int graph; /* expected: 1 captured, 2 replayed */
+    } seq[] = {{0, N_TREES, 1}, {0, 1, 1}, {1, 1, 1},       {2, 1, 1}, {0, 1, 2},
+               {3, 1, 1},       {0, 1, 2}, {0, N_TREES, 1}, {3, 1, 2}};
+    for (size_t i = 0; i < sizeof seq / sizeof *seq; i++) {
+        const vw_tree *t = &f.trees[seq[i].first];
+        const size_t n = vw_trees_readout_count(t, seq[i].n) * g->hidden;
+        float *a = run(g, t, seq[i].n), *b = run(d, t, seq[i].n);
+        vw_cuda_launches l;
+        cr_assert_eq(vw_backbone_cuda_launches(g, &l, &err), VW_OK);
+        cr_expect_eq(l.graph, seq[i].graph, "step %zu: graph %d, want %d", i, l.graph,
+                     seq[i].graph);
+        cr_expect(!memcmp(a, b, n * sizeof *a), "step %zu: graph and direct rows differ", i);
+        free(a), free(b);
+    }
+    vw_executor_free(g);
+    vw_executor_free(d);
+    free(f.ids);
+}
 
 Test(cuda_forward, limits_and_errors, .init = need_gpu, .fini = done) {
     fixture f;

@@ -105,6 +105,32 @@ Test(cuda_kernels, linear_fp32_bf16_invariant) {
 
 /* ---- row-local kernels ------------------------------------------------------- */
 
+static uint16_t bf16_bits(float x) {
+    x = bf16_round(x);
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)(u >> 16);
+}
+
+/* The fused casts (kernels.cuh vw_cu_planes): a producer's BF16 planes must be
+ * its own FP32 output y [rows, cols] (ld ldy) split as gemm.cu's cast does,
+ * hi = bf16(y) and lo = bf16(y - hi) (lo may be NULL), bit for bit. Counts the
+ * elements that differ. */
+static size_t planes_mismatch(const char *name, const float *y, size_t ldy, size_t rows,
+                              size_t cols, const uint16_t *hi, const uint16_t *lo) {
+    size_t bad = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            const float v = y[r * ldy + c], h = bf16_round(v);
+            const size_t i = r * cols + c;
+            if (hi[i] != bf16_bits(v) || (lo && lo[i] != bf16_bits(v - h)))
+                bad++;
+        }
+    fprintf(stderr, "%s planes: %zu of %zu elements differ from the split of the output\n", name,
+            bad, rows * cols);
+    return bad;
+}
+
 Test(cuda_kernels, embed) {
     need_gpu();
     vw_rng r = {12};
@@ -132,20 +158,24 @@ Test(cuda_kernels, add_rmsnorm) {
         float *h = vw_rng_floats(&r, R * D, -3, 3), *delta = vw_rng_floats(&r, R * D, -1, 1),
               *w = vw_rng_floats(&r, D, 0.5, 1.5);
         float *h_ref = vw_floats_dup(h, R * D), *y = malloc(R * D * 4), *y_ref = malloc(R * D * 4);
-        for (int with = 0; with <= 1; with++) {
+        uint16_t *hi = malloc(R * D * 2), *lo = malloc(R * D * 2);
+        for (int with = 0; with <= 1; with++) { /* with the residual: and the planes */
             if (with)
                 for (size_t i = 0; i < R * D; i++)
                     h_ref[i] += delta[i];
             vw_rmsnorm(h_ref, D, y_ref, D, R, D, w, 1e-6f);
-            vw_expect_ok(vw_cuda_op_add_rmsnorm(h, with ? delta : NULL, w, 1e-6f, R, D, y, &err),
+            vw_expect_ok(vw_cuda_op_add_rmsnorm(h, with ? delta : NULL, w, 1e-6f, R, D, y,
+                                                with ? hi : NULL, with ? lo : NULL, &err),
                          &err);
             char name[64];
             snprintf(name, sizeof name, "add_rmsnorm D=%zu delta=%d (h)", D, with);
             vw_expect_close(name, h, h_ref, R * D, 0, 0);
             snprintf(name, sizeof name, "add_rmsnorm D=%zu delta=%d (y)", D, with);
             vw_expect_close(name, y, y_ref, R * D, 1e-6, 1e-5);
+            if (with)
+                cr_expect_eq(planes_mismatch(name, y, D, R, D, hi, lo), 0, "%s planes", name);
         }
-        free(h), free(delta), free(w), free(h_ref), free(y), free(y_ref);
+        free(h), free(delta), free(w), free(h_ref), free(y), free(y_ref), free(hi), free(lo);
     }
 }
 
@@ -159,9 +189,11 @@ Test(cuda_kernels, gated_rmsnorm) {
     for (size_t i = 0; i < R * Hv * dv; i++)
         ref[i] *= vw_silu(z[i]);
     vw_err err = {0};
-    vw_expect_ok(vw_cuda_op_gated_rmsnorm(o, z, w, 1e-6f, R, Hv, dv, &err), &err);
+    uint16_t *hi = malloc(R * Hv * dv * 2), *lo = malloc(R * Hv * dv * 2);
+    vw_expect_ok(vw_cuda_op_gated_rmsnorm(o, z, w, 1e-6f, R, Hv, dv, hi, lo, &err), &err);
     vw_expect_close("gated_rmsnorm", o, ref, R * Hv * dv, 1e-6, 1e-5);
-    free(o), free(z), free(w), free(ref);
+    cr_expect_eq(planes_mismatch("gated_rmsnorm", o, Hv * dv, R, Hv * dv, hi, lo), 0);
+    free(o), free(z), free(w), free(ref), free(hi), free(lo);
 }
 
 Test(cuda_kernels, l2norm_gates_swiglu) {
@@ -196,8 +228,11 @@ Test(cuda_kernels, l2norm_gates_swiglu) {
     for (size_t t = 0; t < R; t++)
         for (size_t i = 0; i < F; i++)
             gu_ref[t * 2 * F + i] = vw_silu(gu_ref[t * 2 * F + i]) * gu_ref[t * 2 * F + F + i];
-    vw_expect_ok(vw_cuda_op_swiglu(gu, R, F, &err), &err);
+    uint16_t *hi = malloc(R * F * 2); /* BF16 mode: hi only */
+    vw_expect_ok(vw_cuda_op_swiglu(gu, R, F, hi, NULL, &err), &err);
     vw_expect_close("swiglu", gu, gu_ref, R * 2 * F, 1e-6, 1e-5);
+    cr_expect_eq(planes_mismatch("swiglu (hi only)", gu, 2 * F, R, F, hi, NULL), 0);
+    free(hi);
     free(x), free(ref), free(ba), free(A), free(dt), free(g), free(beta), free(g_ref), free(b_ref),
         free(gu), free(gu_ref);
 }
@@ -273,6 +308,74 @@ Test(cuda_kernels, attn_prep_rope) {
     vw_expect_close("attn_prep q (norm+rope)", Q, Qr, R * Hq * hd, 1e-6, 1e-5);
     vw_expect_close("attn_prep k (norm+rope)", Kt, Kr, R * Hk * hd, 1e-6, 1e-5);
     free(proj), free(qn), free(kn), free(Q), free(Kt), free(Qr), free(Kr), free(cs), free(sn);
+}
+
+/* The executor's fused DeltaNet inputs (conv + SiLU, q/k L2 norm, gates in one
+ * launch) against the CPU twins — vw_causal_conv_silu with the prefix
+ * history, vw_l2norm_scale, the gate formulas — and bit for bit against the
+ * three separate kernels. dk 40 and vd 300 leave partial lanes and a partial
+ * value unit. */
+Test(cuda_kernels, gdn_inputs_fused) {
+    need_gpu();
+    vw_rng r = {17};
+    const size_t Hk = 2, dk = 40, vd = 300, Hv = 3, K = 4, C = 2 * Hk * dk + vd, W = C + 2 * Hv;
+    const size_t pre[2] = {2, 9}, blk[2] = {6, 5};
+    const size_t rows = pre[0] + pre[1] + blk[0] + blk[1];
+    vw_cuda_seg segs[4];
+    size_t row = 0;
+    for (int i = 0; i < 2; i++, row += pre[i - 1])
+        segs[i] = (vw_cuda_seg){(int32_t)row, (int32_t)pre[i], 0, 0, 0, i};
+    for (int i = 0; i < 2; i++, row += blk[i - 1])
+        segs[2 + i] = (vw_cuda_seg){(int32_t)row,  (int32_t)blk[i], (int32_t)pre[i],
+                                    segs[i].start, (int32_t)pre[i], i};
+    float *x = vw_rng_floats(&r, rows * W, -2, 2), *w = vw_rng_floats(&r, C * K, -1, 1);
+    float *A = vw_rng_floats(&r, Hv, -3, -0.1f), *dt = vw_rng_floats(&r, Hv, -1, 1);
+    float *xc = malloc(rows * C * 4), *ba = malloc(rows * 2 * Hv * 4), *hist = malloc(K * C * 4);
+    for (size_t t = 0; t < rows; t++) {
+        memcpy(xc + t * C, x + t * W, C * 4);
+        memcpy(ba + t * 2 * Hv, x + t * W + C, 2 * Hv * 4);
+    }
+    float *y = malloc(rows * C * 4), *g = malloc(rows * Hv * 4), *beta = malloc(rows * Hv * 4);
+    float *y_ref = malloc(rows * C * 4), *g_ref = malloc(rows * Hv * 4),
+          *b_ref = malloc(rows * Hv * 4);
+    const float qs = 1.0f / sqrtf((float)dk);
+    for (int i = 0; i < 2; i++) { /* CPU: prefix from zeros, its history, the block */
+        memset(hist, 0, (K - 1) * C * 4);
+        const vw_cuda_seg *p = &segs[i], *b = &segs[2 + i];
+        vw_causal_conv_silu(xc + p->start * C, C, hist, w, p->len, C, K, y_ref + p->start * C);
+        vw_conv_history(xc + p->start * C, C, p->len, C, K, hist);
+        vw_causal_conv_silu(xc + b->start * C, C, hist, w, b->len, C, K, y_ref + b->start * C);
+    }
+    for (size_t t = 0; t < rows; t++) {
+        for (size_t h = 0; h < 2 * Hk; h++)
+            vw_l2norm_scale(y_ref + t * C + h * dk, dk, 1e-6f, h < Hk ? qs : 1.0f);
+        for (size_t h = 0; h < Hv; h++) {
+            g_ref[t * Hv + h] = A[h] * vw_softplus(ba[t * 2 * Hv + Hv + h] + dt[h]);
+            b_ref[t * Hv + h] = vw_sigmoidf(ba[t * 2 * Hv + h]);
+        }
+    }
+    vw_err err = {0};
+    vw_expect_ok(vw_cuda_op_gdn_inputs(x, w, K, segs, 4, rows, Hk, dk, vd, 1e-6f, qs, A, dt, Hv, y,
+                                       g, beta, &err),
+                 &err);
+    vw_expect_close("gdn inputs: conv + silu + l2norm", y, y_ref, rows * C, 1e-6, 1e-5);
+    vw_expect_close("gdn inputs: g", g, g_ref, rows * Hv, 1e-6, 1e-5);
+    vw_expect_close("gdn inputs: beta", beta, b_ref, rows * Hv, 1e-6, 1e-5);
+    /* the separate kernels: conv on the C channels, then l2norm, gates */
+    float *y3 = malloc(rows * C * 4), *g3 = malloc(rows * Hv * 4), *b3 = malloc(rows * Hv * 4);
+    float *qk = malloc(rows * 2 * Hk * dk * 4);
+    vw_expect_ok(vw_cuda_op_conv_silu(xc, w, C, K, segs, 4, rows, y3, &err), &err);
+    for (size_t t = 0; t < rows; t++)
+        memcpy(qk + t * 2 * Hk * dk, y3 + t * C, 2 * Hk * dk * 4);
+    vw_expect_ok(vw_cuda_op_l2norm_qk(qk, rows, Hk, dk, 1e-6f, qs, &err), &err);
+    for (size_t t = 0; t < rows; t++)
+        memcpy(y3 + t * C, qk + t * 2 * Hk * dk, 2 * Hk * dk * 4);
+    vw_expect_ok(vw_cuda_op_gates(ba, A, dt, rows, Hv, g3, b3, &err), &err);
+    cr_expect(!memcmp(y, y3, rows * C * 4) && !memcmp(g, g3, rows * Hv * 4) &&
+                  !memcmp(beta, b3, rows * Hv * 4),
+              "the fused kernel differs from conv_silu + l2norm_qk + gates");
+    free(x), free(w), free(A), free(dt), free(xc), free(ba), free(hist), free(y), free(g),
+        free(beta), free(y_ref), free(g_ref), free(b_ref), free(y3), free(g3), free(b3), free(qk);
 }
 
 /* ---- tensor cores (cuda/mma.cuh) ------------------------------------------------ */
