@@ -96,10 +96,18 @@ size_t layout_arena(cu_model *m, char *base) {
     m->pstate = cv.f32(m->opts.max_trees * m->d.Hv * m->d.dk * m->d.dv);
     m->gdn_ws = cv.f32(vw_cu_gdn_ws_floats(R, m->d.Hv, m->d.dk, m->d.dv));
     m->cos_t = cv.f32(R * (m->d.rot / 2)), m->sin_t = cv.f32(R * (m->d.rot / 2));
-    /* the GEMM input's BF16 planes: hi, and lo for BF16X2 (gemm.cu) */
+    /* The GEMM input's BF16 planes (gemm.cu): hi here; BF16X2's lo in mix, which
+     * no GEMM input or output is while its producer writes it (a norm, SwiGLU,
+     * the attention out-projection's cast: the mixers are done with mix then,
+     * and the next layer's mixer writes it only after its in-projection), so
+     * the arena does not grow; carved apart where mix is too narrow. */
     m->gemm.xbf_cap = vw_cuda_bf16_weights(m->opts.precision) ? R * m->xbf_w : 0;
-    const size_t planes = m->opts.precision == VW_CUDA_BF16X2 ? 2 : 1;
-    m->gemm.xbf = (__nv_bfloat16 *)cv.take(planes * m->gemm.xbf_cap * sizeof(__nv_bfloat16));
+    m->gemm.xbf = (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
+    m->gemm.xbf_lo = nullptr;
+    if (m->opts.precision == VW_CUDA_BF16X2)
+        m->gemm.xbf_lo = 2 * m->xbf_w <= 4 * m->mix_w
+                             ? (__nv_bfloat16 *)m->mix
+                             : (__nv_bfloat16 *)cv.take(m->gemm.xbf_cap * sizeof(__nv_bfloat16));
     m->blas_ws_bytes = BLAS_WS, m->blas_ws = cv.take(BLAS_WS);
     m->dmeta.ids = (int32_t *)cv.take(R * sizeof(int32_t));
     m->dmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));

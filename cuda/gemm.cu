@@ -91,7 +91,7 @@ vw_status check_dims(size_t T, size_t N, size_t K, size_t ldx, size_t ldy, vw_er
 vw_cu_planes vw_cu_gemm_planes(const vw_cu_gemm *g) {
     if (g->prec == VW_CUDA_FP32)
         return {nullptr, nullptr};
-    return {g->xbf, g->prec == VW_CUDA_BF16X2 ? g->xbf + g->xbf_cap : nullptr};
+    return {g->xbf, g->prec == VW_CUDA_BF16X2 ? g->xbf_lo : nullptr};
 }
 
 vw_status vw_cu_linear_planes(const vw_cu_gemm *g, const float *X, size_t ldx, const void *W,

@@ -44,9 +44,9 @@ typedef struct vw_cu_gemm {
     cublasHandle_t blas;
     cudaStream_t stream;
     vw_cuda_precision prec;
-    int invariant;      /* FP32: in-house fixed-order kernel instead of cuBLAS */
-    __nv_bfloat16 *xbf; /* BF16, BF16X2: scratch for the rounded input, xbf_cap elements
-                           per plane: hi, then (BF16X2) lo at xbf + xbf_cap */
+    int invariant;         /* FP32: in-house fixed-order kernel instead of cuBLAS */
+    __nv_bfloat16 *xbf;    /* BF16, BF16X2: the rounded input's hi plane, xbf_cap elements */
+    __nv_bfloat16 *xbf_lo; /* BF16X2: its lo plane, xbf_cap elements (NULL otherwise) */
     size_t xbf_cap;
 } vw_cu_gemm;
 

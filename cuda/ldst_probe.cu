@@ -44,8 +44,10 @@ __global__ void ldsm_mma_probe_k(int kind, int b_kmajor, const float *A, const f
     __shared__ __align__(16) __nv_bfloat16 ah[16 * 24], bh[16 * 24];
     for (int e = lane; e < 16 * K; e += 32) { // A [16][K]
         const int r = e / K, k = e % K;
-        af[r * ld + k] = vw_bit_cast<float>(vw_cvt_tf32(A[e]));
-        ah[r * ld + k] = __float2bfloat16_rn(A[e]);
+        if (tf32)
+            af[r * ld + k] = vw_bit_cast<float>(vw_cvt_tf32(A[e]));
+        else
+            ah[r * ld + k] = __float2bfloat16_rn(A[e]);
     }
     for (int e = lane; e < K * 8; e += 32) { // B [K][8]
         const int k = e / 8, n = e % 8;

@@ -90,6 +90,8 @@ extern "C" vw_status vw_cuda_op_linear(vw_cuda_precision prec, int invariant, co
     g.xbf_cap = bf16 ? T * K : 0;
     if (st == VW_OK && bf16) /* hi and lo planes */
         st = d.put(&g.xbf, nullptr, 2 * T * K * 2, err);
+    if (st == VW_OK && prec == VW_CUDA_BF16X2)
+        g.xbf_lo = g.xbf + T * K;
     if (st == VW_OK)
         st = VW_CUBLAS_TRY(err, cublasCreate(&g.blas));
     if (st == VW_OK)
