@@ -1,0 +1,61 @@
+/* delta_rule_tc.cuh — what the tensor-core delta-rule kernels share
+ * (delta_rule_tc.cu: prep and output; delta_rule_tc_state.cu: the state
+ * pass): sizes, the entering-state codes of the scratch's tab, and the
+ * cp.async row copies that stage planes tiles. Internal to those two files
+ * (device code). Thread-safety: device functions called by every thread of
+ * a block, or of a warp where named so. */
+#ifndef VW_DELTA_RULE_TC_CUH
+#define VW_DELTA_RULE_TC_CUH
+
+#include "delta_rule_common.cuh"
+#include "ldst.cuh"
+#include "planes.cuh"
+
+namespace vw_gdn_tc {
+
+using vw_gdn::CH;
+constexpr int MAX_DK = 128; // widest dk taken: the state pass's tiles (sm_89's opt-in)
+constexpr int MAX_DV = 256;
+constexpr int KC = 32; // summed dims per accumulation chain (2 k-steps, 6 MMAs)
+
+// The planes-row stride of a tile of n columns in shared memory (planes.cuh).
+__host__ __device__ constexpr int pl_ld(int n) {
+    return 4 * n + 16;
+}
+
+// tab[first row of a chunk], written by the state pass, read by the output
+// kernel: the state entering the chunk is st's slot (first row - 1) / 64
+// (ENTER_SLOT), zero (ENTER_ZERO), or for a sequence's first chunk with an
+// initial state, FP32 pass[code & 1].init at slot code >> 1 (code >= 0).
+enum { ENTER_SLOT = -1, ENTER_ZERO = -2 };
+
+__device__ __forceinline__ int lane_id() {
+    return threadIdx.x & 31;
+}
+
+// dst rows i < nrows (stride ldd bytes) = src rows (stride lds bytes, row
+// bytes bytes, a multiple of 16) for i < valid, zeros for the others, by
+// cp.async 16-byte pieces, threads `first` .. first + count - 1 of the
+// caller's group (a warp: lane, 32; the block: threadIdx.x, blockDim.x).
+// The caller commits and waits.
+__device__ __forceinline__ void cp_rows(void *dst, int ldd, const void *src, size_t lds, int nrows,
+                                        int valid, int bytes, int me, int count) {
+    const int per = bytes / 16;
+    for (int idx = me; idx < nrows * per; idx += count) {
+        const int i = idx / per, o = 16 * (idx % per);
+        const bool in = i < valid;
+        const char *s = (const char *)src + (in ? (size_t)i * lds + o : 0);
+        vw_cp_async_cg((char *)dst + i * ldd + o, s, in ? 16 : 0);
+    }
+}
+
+// dst[i] = src[i] for i < valid, 0 for valid <= i < n: 4-byte cp.async.
+__device__ __forceinline__ void cp_words(float *dst, const float *src, int n, int valid, int me,
+                                         int count) {
+    for (int i = me; i < n; i += count)
+        vw_cp_async<4>(dst + i, src + (i < valid ? i : 0), i < valid ? 4 : 0);
+}
+
+} // namespace vw_gdn_tc
+
+#endif
