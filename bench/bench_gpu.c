@@ -8,6 +8,10 @@
  * options: --batches 1,8,64,256  --reps 3  --latency-reps 30  --max-tokens 131072
  *          --precision bf16|bf16x2|fp32 --cpu-ref 1|0  --budget-s 240  --seed 20260601
  *          --wait block|spin|both
+ *   bench_gpu --kernel-smem 0.8b|4b|9b        the dynamic shared memory of the mixers'
+ *                                             kernels at that shape (scripts/sass-report):
+ *                                             {"event":"kernel_smem","kernel":..,"bytes":..}
+ *                                             per kernel; needs no device
  *
  * --random-bundle writes a Vela 2.0 package without Python (the GPU machine has
  * none): core/model/random_bundle.h's shape (default "0.8b": the backbone of
@@ -411,6 +415,20 @@ static int run_gpu(bench *B, const char *batches, vw_cuda_precision prec, int wi
     return rc;
 }
 
+/* bench_gpu --kernel-smem SHAPE: one line per kernel, no device needed. */
+static int kernel_smem(const char *shape) {
+    vw_qwen35_config c;
+    vw_err err = {0};
+    if (vw_random_shape_config(shape, &c, &err) != VW_OK)
+        return fprintf(stderr, "bench_gpu: %s\n", err.msg), 2;
+    vw_cuda_kernel_smem rows[32];
+    const size_t n = vw_cuda_kernel_smem_table(&c, rows, 32);
+    for (size_t i = 0; i < n && i < 32; i++)
+        printf("{\"event\":\"kernel_smem\",\"shape\":\"%s\",\"kernel\":\"%s\",\"bytes\":%zu}\n",
+               shape, rows[i].name, rows[i].bytes);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *dir = NULL, *rnd_dir = NULL, *batches = "1,8,64,256", *prec = "bf16";
     const char *shape = "0.8b";
@@ -447,6 +465,8 @@ int main(int argc, char **argv) {
             B.budget = atof(v);
         else if (!strcmp(k, "--seed"))
             B.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--kernel-smem"))
+            return kernel_smem(v);
         else if (!strcmp(k, "--wait"))
             B.wait = !strcmp(v, "block") ? 1 : !strcmp(v, "spin") ? 2 : !strcmp(v, "both") ? 3 : 0;
         else

@@ -155,16 +155,26 @@ size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items) 
     return n;
 }
 
-// The SIMT kernel at hd, and the tensor-core one where it takes hd (at 4
-// heads per block, the most it uses).
+// The SIMT kernel at hd, and the tensor-core one where it takes hd.
+size_t vw_cu_attn_smem_table(size_t hd, size_t group, vw_cu_kernel_smem *t) {
+    size_t n = 0;
+    t[n++] = {(const void *)attention_k, att_smem_floats(hd) * sizeof(float), "attention_k"};
+    const vw_cu_kernel_smem tc = vw_cu_attn_tc_smem(hd, group);
+    if (tc.fn)
+        t[n++] = tc;
+    return n;
+}
+
+// The tensor-core kernel at 4 heads per block, the most it uses.
 vw_status vw_cu_attn_supported(size_t hd, vw_err *err) {
     if (!hd || hd % 32 || hd > 32 * MAXE)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attention: head_dim %zu must be a multiple of 32 up to %d", hd, 32 * MAXE);
-    vw_status st = vw_cuda_smem_optin((const void *)attention_k,
-                                      att_smem_floats(hd) * sizeof(float), "attention_k", err);
-    if (st == VW_OK)
-        st = vw_cu_attn_tc_supported(hd, err);
+    vw_cu_kernel_smem t[VW_CU_SMEM_ROWS];
+    const size_t n = vw_cu_attn_smem_table(hd, 0, t);
+    vw_status st = VW_OK;
+    for (size_t i = 0; i < n && st == VW_OK; i++)
+        st = vw_cuda_smem_optin(t[i].fn, t[i].bytes, t[i].name, err);
     return st;
 }
 
@@ -173,9 +183,10 @@ vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
         return VW_OK;
     if (vw_cu_attn_tc_takes(a))
         return vw_cu_attention_tc(a, s, err);
-    vw_status st = vw_cu_attn_supported(a->hd, err);
-    if (st != VW_OK)
-        return st;
+    if (!a->hd || a->hd % 32 || a->hd > 32 * MAXE) // opted in by vw_cu_attn_supported
+        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
+                       "attention: head_dim %zu must be a multiple of 32 up to %d", a->hd,
+                       32 * MAXE);
     if (a->Hk == 0 || a->Hq % a->Hk || a->Hq > 65535 || a->n_items > 0x7fffffffu)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attention: %zu heads over %zu, %zu items", a->Hq, a->Hk, a->n_items);

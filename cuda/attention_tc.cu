@@ -264,9 +264,16 @@ __global__ void __launch_bounds__(MAXW * 32) attention_tc_k(vw_cu_attn a, int gr
     }
 }
 
-// The kernel instance for head_dim hd, or nullptr.
+// The kernel instance for head_dim hd, or nullptr; its name as the SASS shows it.
 using tc_kernel = void (*)(vw_cu_attn, int, int);
-tc_kernel tc_kernel_for(size_t hd) {
+tc_kernel tc_kernel_for(size_t hd, const char **name = nullptr) {
+    const char *n = hd == 32    ? "attention_tc_k<32>"
+                    : hd == 64  ? "attention_tc_k<64>"
+                    : hd == 128 ? "attention_tc_k<128>"
+                    : hd == 256 ? "attention_tc_k<256>"
+                                : nullptr;
+    if (name)
+        *name = n;
     return hd == 32    ? attention_tc_k<32>
            : hd == 64  ? attention_tc_k<64>
            : hd == 128 ? attention_tc_k<128>
@@ -282,11 +289,13 @@ int vw_cu_attn_tc_takes(const vw_cu_attn *a) {
            align % 16 == 0 && a->ldv % 4 == 0;
 }
 
-vw_status vw_cu_attn_tc_supported(size_t hd, vw_err *err) {
-    const tc_kernel k = tc_kernel_for(hd);
-    if (!k)
-        return VW_OK; // the SIMT kernel runs this width
-    return vw_cuda_smem_optin((const void *)k, tc_smem_bytes(hd, MAXW), "attention_tc_k", err);
+vw_cu_kernel_smem vw_cu_attn_tc_smem(size_t hd, size_t group) {
+    const char *name = nullptr;
+    const tc_kernel k = tc_kernel_for(hd, &name);
+    size_t groups = 1, heads = MAXW;
+    if (group)
+        tc_split(group, &groups, &heads);
+    return {(const void *)k, k ? tc_smem_bytes(hd, heads) : 0, name};
 }
 
 vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
@@ -302,10 +311,7 @@ vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
     const size_t smem = tc_smem_bytes(a->hd, heads), blocks = a->n_items * a->Hk * groups;
     if (blocks > 0x7fffffffu)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "attention_tc: %zu blocks", blocks);
-    const tc_kernel k = tc_kernel_for(a->hd);
-    vw_status st = vw_cuda_smem_optin((const void *)k, smem, "attention_tc_k", err);
-    if (st != VW_OK)
-        return st;
+    const tc_kernel k = tc_kernel_for(a->hd); // opted in by vw_cu_attn_supported
     return VW_LAUNCH(err, k, (unsigned)blocks, (unsigned)(32 * heads), smem, s, *a, (int)groups,
                      (int)heads);
 }

@@ -44,6 +44,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 
@@ -95,16 +96,38 @@ void vw_emu_cp_async(void *dst, const void *src, int cp_bytes, int src_bytes, in
 void vw_emu_cp_async_commit(void);
 void vw_emu_cp_async_wait(int n);
 
-/* Runs body(ctx) as every thread of every block of the grid. */
-void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx);
+/* Runs body(ctx) as every thread of every block of the grid of kernel fn; a
+ * launch with more than 48 KiB of dynamic shared memory needs fn opted in to
+ * at least that much (cudaFuncSetAttribute MaxDynamicSharedMemorySize), as on
+ * the hardware, else it is reported. */
+void vw_emu_run_grid(const void *fn, dim3 grid, dim3 block, size_t smem, void (*body)(void *),
+                     void *ctx);
 
-/* kernel<<<grid, block, smem>>>(args...) on the emulator. */
+/* Stream capture (cudaStreamBeginCapture .. cudaStreamEndCapture): while the
+ * host captures, kernel launches, cuBLAS GEMMs and cudaMemcpyAsync become the
+ * graph's nodes (arguments by value, buffers by address), and each
+ * cudaGraphLaunch of its instance runs them in order; a call that would wait
+ * or act at once (cudaMemcpy, cudaMemset, a synchronize, an event record,
+ * cudaMalloc, cudaFree) invalidates the capture and fails, as in CUDA's
+ * thread-local capture mode. */
+bool vw_emu_capturing(void);
+void vw_emu_capture(std::function<void()> node);
+
+/* kernel<<<grid, block, smem>>>(args...) on the emulator, or its node. */
 template <typename... KArgs, typename... Args>
 void vw_emu_launch(void (*k)(KArgs...), dim3 grid, dim3 block, size_t smem, Args... args) {
-    std::tuple<std::decay_t<KArgs>...> t(args...);
-    auto body = [&]() { std::apply(k, t); }; // by-value parameters: each thread gets copies
-    vw_emu_run_grid(
-        grid, block, smem, [](void *c) { (*static_cast<decltype(body) *>(c))(); }, &body);
+    using tuple = std::tuple<std::decay_t<KArgs>...>;
+    auto run = [k, grid, block, smem](tuple &t) {
+        auto body = [&]() { std::apply(k, t); }; // by-value parameters: each thread gets copies
+        vw_emu_run_grid((const void *)k, grid, block, smem,
+                        [](void *c) { (*static_cast<decltype(body) *>(c))(); }, &body);
+    };
+    tuple t(args...);
+    if (vw_emu_capturing()) {
+        vw_emu_capture([run, t]() mutable { run(t); });
+        return;
+    }
+    run(t);
 }
 
 #endif

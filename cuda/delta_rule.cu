@@ -387,15 +387,20 @@ size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks)
     return n;
 }
 
+size_t vw_cu_gdn_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t) {
+    smem_table(dk, t);
+    return 3 + vw_cu_gdn_tc_smem_table(dk, dv, t + 3);
+}
+
 vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err) {
     if (!dk || !dv)
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "delta rule: dk %zu, dv %zu", dk, dv);
-    vw_gdn::kernel_smem t[3];
-    smem_table(dk, t);
+    vw_cu_kernel_smem t[VW_CU_SMEM_ROWS];
+    const size_t n = vw_cu_gdn_smem_table(dk, dv, t);
     vw_status st = VW_OK;
-    for (int i = 0; i < 3 && st == VW_OK; i++)
+    for (size_t i = 0; i < n && st == VW_OK; i++)
         st = vw_cuda_smem_optin(t[i].fn, t[i].bytes, t[i].name, err);
-    return st == VW_OK ? vw_cu_gdn_tc_smem(dk, dv, err) : st;
+    return st;
 }
 
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
@@ -404,10 +409,8 @@ vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
         return st;
     if (vw_cu_gdn_tc_takes(a))
         return vw_cu_gdn_tc_prep(a, s, err);
-    vw_gdn::kernel_smem t[3];
+    vw_gdn::kernel_smem t[3]; // opted in by vw_cu_gdn_supported
     smem_table(a->dk, t);
-    if ((st = vw_gdn::smem_for(t[0], err)) != VW_OK)
-        return st;
     return VW_LAUNCH(err, gdn_prep_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), TILE_THREADS,
                      t[0].bytes, s, *a);
 }
@@ -415,10 +418,8 @@ vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
     vw_status st = vw_cu_gdn_prep(a, s, err);
     const bool tc = vw_cu_gdn_tc_takes(a);
-    vw_gdn::kernel_smem t[3];
+    vw_gdn::kernel_smem t[3]; // opted in by vw_cu_gdn_supported
     smem_table(a->dk, t);
-    for (int i = 1; i < 3 && st == VW_OK && !tc; i++)
-        st = vw_gdn::smem_for(t[i], err);
     for (int i = 0; i < 2 && st == VW_OK; i++) { // empty sequences still pass init to final
         const vw_cu_gdn_pass &p = a->pass[i];
         if (!p.n_segs)

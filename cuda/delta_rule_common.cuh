@@ -2,11 +2,10 @@
  * FP32 SIMT kernels (delta_rule.cu: the fp32 precision and the fallback) and
  * the tensor-core kernels (delta_rule_tc.cu: bf16 and bf16x2). The scratch
  * layout, the chunk's gate cumsum and the FP32 triangular inverse, which both
- * run unchanged, so the two paths differ only in how the products are summed;
- * and the shared-memory opt-in. Internal to those two files (device code;
- * each includes its own copy). Thread-safety: device functions of one block,
- * called by all its threads (barriers inside); smem_for as
- * vw_cuda_smem_optin. */
+ * run unchanged, so the two paths differ only in how the products are summed.
+ * Internal to those two files (device code; each includes its own copy).
+ * Thread-safety: device functions of one block, called by all its threads
+ * (barriers inside). */
 #ifndef VW_DELTA_RULE_COMMON_CUH
 #define VW_DELTA_RULE_COMMON_CUH
 
@@ -137,17 +136,8 @@ __device__ __forceinline__ void chunk_inverse(const float *L, float *A, float *T
     }
 }
 
-// A kernel, its dynamic shared memory and its name (for the opt-in's error).
-struct kernel_smem {
-    const void *fn;
-    size_t bytes;
-    const char *name;
-};
-
-// Opts a kernel into its shared memory when above the default 48 KiB.
-inline vw_status smem_for(const kernel_smem &k, vw_err *err) {
-    return k.bytes > 48 * 1024 ? vw_cuda_smem_optin(k.fn, k.bytes, k.name, err) : VW_OK;
-}
+// A kernel, its dynamic shared memory and its name (kernels.cuh).
+using kernel_smem = vw_cu_kernel_smem;
 
 } // namespace vw_gdn
 

@@ -410,33 +410,22 @@ int vw_cu_gdn_tc_takes(const vw_cu_gdn *a) {
            (a->ldq | a->ldk | a->ldv | a->ldo) % 4 == 0;
 }
 
-vw_status vw_cu_gdn_tc_smem(size_t dk, size_t dv, vw_err *err) {
+size_t vw_cu_gdn_tc_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t) {
     if (!shape_taken(dk, dv))
-        return VW_OK;
-    vw_status st =
-        vw_gdn::smem_for({(const void *)gdn_prep_tc_k, prep_bytes, "gdn_prep_tc_k"}, err);
-    if (st == VW_OK)
-        st =
-            vw_gdn::smem_for({(const void *)gdn_out_tc_k, out_bytes((int)dk), "gdn_out_tc_k"}, err);
-    return st == VW_OK ? vw_cu_gdn_tc_state_smem(dk, dv, err) : st;
+        return 0;
+    t[0] = {(const void *)gdn_prep_tc_k, prep_bytes, "gdn_prep_tc_k"};
+    t[1] = {(const void *)gdn_out_tc_k, out_bytes((int)dk), "gdn_out_tc_k"};
+    return 2 + vw_cu_gdn_tc_state_smem_table(dk, t + 2);
 }
 
 vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
-    vw_status st =
-        vw_gdn::smem_for({(const void *)gdn_prep_tc_k, prep_bytes, "gdn_prep_tc_k"}, err);
-    if (st == VW_OK)
-        st = VW_LAUNCH(err, gdn_prep_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv),
-                       PREP_THREADS, prep_bytes, s, *a);
-    return st;
+    return VW_LAUNCH(err, gdn_prep_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), PREP_THREADS,
+                     prep_bytes, s, *a); // opted in at creation
 }
 
 vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
-    const size_t bytes = out_bytes((int)a->dk);
-    vw_status st = vw_gdn::smem_for({(const void *)gdn_out_tc_k, bytes, "gdn_out_tc_k"}, err);
-    if (st == VW_OK)
-        st = VW_LAUNCH(err, gdn_out_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), OUT_THREADS,
-                       bytes, s, *a);
-    return st;
+    return VW_LAUNCH(err, gdn_out_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), OUT_THREADS,
+                     out_bytes((int)a->dk), s, *a);
 }
 
 void vw_cu_gdn_tc_planes_to_f32(float *x, size_t n) {

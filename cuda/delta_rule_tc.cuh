@@ -40,12 +40,16 @@ __device__ __forceinline__ int lane_id() {
 // The caller commits and waits.
 __device__ __forceinline__ void cp_rows(void *dst, int ldd, const void *src, size_t lds, int nrows,
                                         int valid, int bytes, int me, int count) {
-    const int per = bytes / 16;
-    for (int idx = me; idx < nrows * per; idx += count) {
-        const int i = idx / per, o = 16 * (idx % per);
+    const int per = bytes / 16, di = count / per, dj = count - di * per;
+    int i = me / per, j = me - i * per; // piece j of row i; two divisions per call
+    for (; i < nrows; i += di, j += dj) {
+        if (j >= per)
+            j -= per, i++;
+        if (i >= nrows)
+            break;
         const bool in = i < valid;
-        const char *s = (const char *)src + (in ? (size_t)i * lds + o : 0);
-        vw_cp_async_cg((char *)dst + i * ldd + o, s, in ? 16 : 0);
+        const char *s = (const char *)src + (in ? (size_t)i * lds + 16 * j : 0);
+        vw_cp_async_cg((char *)dst + i * ldd + 16 * j, s, in ? 16 : 0);
     }
 }
 

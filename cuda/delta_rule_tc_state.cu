@@ -9,21 +9,21 @@
 //
 // storing the state entering each next chunk (planes, for gdn_out_tc_k) and
 // the final state. One block per (value slice of BV = 16 MT columns,
-// sequence, v-head), 4 warps. The state slice lives in FP32 registers as Sᵀ
+// sequence, v-head), MT = 1 or 2, 4 warps. The state slice lives in FP32 registers as Sᵀ
 // (value rows x key columns, C fragments): warp w holds key columns
 // w dk/4 .. (w+1) dk/4 - 1 for all BV values. Per chunk:
 //   P1  warp w: V_newᵀ of chunk rows 16w .. 16w+15 = Sᵀ W'ᵀ over all dk
 //       (A: Sᵀ planes in shared memory, written once per chunk by P3; B: its
-//       own 16 W' rows), then V_new = U' - that, scaled by e^{c_last - c_i}
-//       into the block's V_new planes tile, and the unscaled V_new to the
-//       scratch as planes rows;
+//       own 16 W' rows), then V_new = U' - that (U' read into registers one
+//       chunk ahead), scaled by e^{c_last - c_i} into the block's V_new
+//       planes tile, and unscaled to the scratch as planes rows;
 //   P3  warp w: its Sᵀ columns += V_newᵀ (A, all 64 rows) K (B: its own key
 //       columns of the chunk's 64 k̂ rows), then Sᵀ as planes into shared
 //       memory (the next P1) and the scratch (the next chunk's entering state).
-// Every tile a warp reads from the scratch is its own (W' rows, U' rows, c,
-// k̂ columns), staged by cp.async into its private buffers and refilled with
-// the next chunk's as soon as read — W', U', c after P1/P2 (landing during
-// P3), k̂ after P3 (landing during the next P1/P2) — so loads overlap the other
+// Every tile a warp reads from the scratch is its own (W' rows, c, k̂
+// columns), staged by cp.async into its private buffers and refilled with
+// the next chunk's as soon as read — W', c after P1/P2 (landing during P3),
+// k̂ after P3 (landing during the next P1/P2) — so loads overlap the other
 // phase's MMAs; two block barriers per chunk (V_new tile, Sᵀ planes). Products
 // are BF16x3 (planes.cuh) in chains of 32 summed dims, each chain's result
 // added in FP32. An element's operations are the same for every MT, so the
@@ -42,20 +42,19 @@ constexpr int LV = pl_ld(CH); // V_new tile rows (one per value column)
 static_assert(CH == 16 * WARPS, "P1: a warp per 16 chunk rows");
 
 // Shared memory, byte offsets: Sᵀ planes [BV][dk], V_new planes [BV][CH],
-// then per warp W' rows [16][dk] planes, U' rows [16][BV] FP32, k̂ columns
-// [CH][dk/4] planes, c [CH].
+// then per warp W' rows [16][dk] planes, k̂ columns [CH][dk/4] planes, c [CH].
+// At dk = 128: 89,088 bytes (MT 1), 97,280 (MT 2): within sm_89's opt-in.
 struct state_layout {
-    int ldk, lu, lkb;
-    size_t vs, warp0, warp_bytes, ub, kb, cb, total;
+    int ldk, lkb;
+    size_t vs, warp0, warp_bytes, kb, cb, total;
 };
 
 __host__ __device__ inline state_layout state_lay(int dk, int bv) {
     state_layout L;
-    L.ldk = pl_ld(dk), L.lu = 4 * bv + 16, L.lkb = pl_ld(dk / 4);
+    L.ldk = pl_ld(dk), L.lkb = pl_ld(dk / 4);
     L.vs = (size_t)bv * L.ldk;
     L.warp0 = L.vs + (size_t)bv * LV;
-    L.ub = 16 * (size_t)L.ldk;
-    L.kb = L.ub + 16 * (size_t)L.lu;
+    L.kb = 16 * (size_t)L.ldk;
     L.cb = L.kb + CH * (size_t)L.lkb;
     L.warp_bytes = L.cb + CH * sizeof(float);
     L.total = L.warp0 + WARPS * L.warp_bytes;
@@ -97,8 +96,7 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
     const state_layout L = state_lay(dk, BV);
     char *Sp = sm, *Vs = sm + L.vs, *mine = sm + L.warp0 + w * L.warp_bytes;
     char *Wb = mine, *Kb = mine + L.kb;
-    float *Ub = (float *)(mine + L.ub), *cb = (float *)(mine + L.cb);
-    const int lu = L.lu / 4; // Ub row stride in floats
+    float *cb = (float *)(mine + L.cb);
     const ws_view ws = ws_split(a.ws, rows, a.Hv, dk, dv);
     const float *S0 =
         (p.init && sg.state >= 0) ? p.init + ((size_t)sg.state * a.Hv + h) * dk * dv : nullptr;
@@ -107,12 +105,11 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
     float *usrc = ws.u + h * rows * dv + j0;
 
     // The next chunk's tiles of this warp (commits even when there is none,
-    // so every wait below counts the same groups).
-    auto issue_wuc = [&](int t0) {
+    // so every wait below counts the same groups), and its U' elements.
+    auto issue_wc = [&](int t0) {
         if (t0 < sg.len) {
             const int n = min_i(CH, sg.len - t0), r = sg.start + t0 + 16 * w;
             cp_rows(Wb, L.ldk, wsrc + (size_t)r * dk, dk * 4, 16, n - 16 * w, dk * 4, lane, 32);
-            cp_rows(Ub, L.lu, usrc + (size_t)r * dv, dv * 4, 16, n - 16 * w, BV * 4, lane, 32);
             cp_words(cb, csrc + sg.start + t0, CH, n, lane, 32);
         }
         vw_cp_async_commit();
@@ -123,6 +120,20 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             cp_rows(Kb, L.lkb, ksrc + (size_t)(sg.start + t0) * dk, dk * 4, CH, n, dk, lane, 32);
         }
         vw_cp_async_commit();
+    };
+    float un[MT][2][4]; // U' in the C layout: value 16m + g (+8), row 16w + 8j + 2t (+1)
+    auto load_u = [&](int t0) {
+        const int n = t0 < sg.len ? min_i(CH, sg.len - t0) : 0;
+        const float *u = usrc + (size_t)(sg.start + t0) * dv;
+#pragma unroll
+        for (int m = 0; m < MT; m++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int r = 16 * w + 8 * j + 2 * t + (i & 1);
+                    un[m][j][i] = r < n ? u[(size_t)r * dv + 16 * m + g + 8 * (i >> 1)] : 0.0f;
+                }
     };
 
     float S[MT][4][4]; // Sᵀ: value 16m + g (+8), key column dw + 8nt + 2t (+1)
@@ -136,17 +147,18 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                 S[m][nt][i] = (S0 && nt < nd) ? S0[(size_t)d * dv + j0 + v] : 0.0f;
             }
     store_st<MT>(Sp, L.ldk, S, nd, dw);
-    issue_wuc(0);
+    issue_wc(0);
     issue_k(0);
+    load_u(0);
     __syncthreads(); // Sᵀ planes; every block reaches a barrier, even for an empty sequence
     for (int t0 = 0; t0 < sg.len; t0 += CH) {
         const int n = min_i(CH, sg.len - t0);
         const size_t r0 = (size_t)sg.start + t0;
         if (blockIdx.x == 0 && h == 0 && threadIdx.x == 0)
             ws.tab[r0] = t0 ? ENTER_SLOT : S0 ? (sg.state << 1 | pass) : ENTER_ZERO;
-        vw_cp_async_wait<1>(); // W', U', c of this chunk (k̂ may still be in flight)
+        vw_cp_async_wait<1>(); // W', c of this chunk (k̂ may still be in flight)
         __syncwarp();
-        // P1: acc = (Sᵀ W'ᵀ) for rows 16w .. (CPU: sgemm W S)
+        // P1: acc = Sᵀ W'ᵀ for rows 16w .. (CPU: sgemm W S)
         float acc[MT][2][4] = {};
         if (16 * w < n)
             for (int c0 = 0; c0 < dk; c0 += KC) {
@@ -172,7 +184,7 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                         for (int i = 0; i < 4; i++)
                             acc[m][j][i] += d[m][j][i];
             }
-        // P2: V_new = U' - acc (over U' in the warp's buffer), times
+        // P2: V_new = U' - acc, to the scratch as planes rows, and times
         // e^{c_last - c_i} (<= 1: a difference, never e^c e^-c) into the tile
         const float cl = cb[n - 1], el = expf(cl);
         float kd[2][2];
@@ -183,6 +195,8 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                 const int r = 16 * w + 8 * j + 2 * t + e;
                 kd[j][e] = r < n ? expf(cl - cb[r]) : 0.0f;
             }
+        __syncwarp(); // W' and c are read: refill the buffers
+        issue_wc(t0 + CH);
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
@@ -191,31 +205,28 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                 for (int hf = 0; hf < 2; hf++) {
                     float x[2];
 #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float *u = Ub + (8 * j + 2 * t + e) * lu + 16 * m + g + 8 * hf;
-                        const float vn = *u - acc[m][j][2 * hf + e];
-                        *u = vn;
-                        x[e] = vn * kd[j][e];
-                    }
+                    for (int e = 0; e < 2; e++)
+                        x[e] = un[m][j][2 * hf + e] - acc[m][j][2 * hf + e];
+                    // rows 2t, 2t + 1 of value v here; lane g ^ 1 holds value
+                    // v ^ 1: even g writes row 2t, odd g row 2t + 1, each as
+                    // the value pair (v & ~1, v | 1), one 32-bit word per plane
+                    const float y0 = __shfl_xor_sync(0xffffffffu, x[0], 4);
+                    const float y1 = __shfl_xor_sync(0xffffffffu, x[1], 4);
+                    const int odd = g & 1, v = 16 * m + g + 8 * hf;
+                    const int r = 16 * w + 8 * j + 2 * t + odd;
                     uint32_t hi, lo;
-                    vw_pl_split2(x[0], x[1], hi, lo);
-                    const int v = 16 * m + g + 8 * hf, c = 16 * w + 8 * j + 2 * t;
+                    if (r < n) {
+                        vw_pl_split2(odd ? y1 : x[0], odd ? x[1] : y0, hi, lo);
+                        char *row = (char *)(usrc + (r0 + r) * dv);
+                        *(uint32_t *)vw_pl_at(row, 0, 0, v & ~1, 0) = hi;
+                        *(uint32_t *)vw_pl_at(row, 0, 0, v & ~1, 1) = lo;
+                    }
+                    vw_pl_split2(x[0] * kd[j][0], x[1] * kd[j][1], hi, lo);
+                    const int c = 16 * w + 8 * j + 2 * t;
                     *(uint32_t *)vw_pl_at(Vs, LV, v, c, 0) = hi;
                     *(uint32_t *)vw_pl_at(Vs, LV, v, c, 1) = lo;
                 }
-        __syncwarp();
-        for (int gi = lane; gi < 16 * (BV / 8); gi += 32) { // V_new rows -> scratch, planes
-            const int rl = gi / (BV / 8), cg = gi % (BV / 8);
-            if (16 * w + rl >= n)
-                continue;
-            const float *x = Ub + rl * lu + 8 * cg;
-            uint4 hi, lo;
-            vw_pl_split8(*(const float4 *)x, *(const float4 *)(x + 4), hi, lo);
-            uint4 *dst = (uint4 *)(usrc + (r0 + 16 * w + rl) * dv + 8 * cg);
-            dst[0] = hi, dst[1] = lo;
-        }
-        __syncwarp(); // the buffers are read: refill them
-        issue_wuc(t0 + CH);
+        load_u(t0 + CH);       // the next chunk's U', in flight during P3
         __syncthreads();       // the V_new tile is whole, and no warp reads Sᵀ planes any more
         vw_cp_async_wait<1>(); // k̂ of this chunk
         __syncwarp();
@@ -274,6 +285,7 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
             char *dst = (char *)(ws.st + ((slot * a.Hv + h) * dv + j0) * dk);
             store_st<MT>(dst, dk * 4, S, nd, dw);
         }
+        __syncwarp(); // k̂ is read: refill
         issue_k(t0 + CH);
         __syncthreads(); // Sᵀ planes whole; the V_new tile no longer read
     }
@@ -293,69 +305,31 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
     }
 }
 
-struct variant {
-    int mt;
-    const void *fn;
-    const char *name;
-};
-const variant variants[3] = {
-    {1, (const void *)gdn_state_tc_k<1>, "gdn_state_tc_k<1>"},
-    {2, (const void *)gdn_state_tc_k<2>, "gdn_state_tc_k<2>"},
-    {4, (const void *)gdn_state_tc_k<4>, "gdn_state_tc_k<4>"},
-};
-
 size_t state_bytes(size_t dk, int mt) {
     return state_lay((int)dk, 16 * mt).total;
 }
 
-// The slice width: 64 columns (a quarter of the 16-column blocks' L2 reads
-// of W' and k̂) for passes of >= 256 (sequence, head) pairs, 32 when that
-// still gives >= 32 blocks (batch 1: 64 blocks at 0.8B), else 16; each only
-// where dv divides and the device's opt-in holds it (sm_89's 99 KiB: 16).
-int pick_mt(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, size_t optin) {
-    const size_t pairs = p->n_segs * a->Hv;
-    auto fits = [&](int mt) {
-        return a->dv % (size_t)(16 * mt) == 0 && state_bytes(a->dk, mt) <= optin;
-    };
-    if (pairs >= 256 && fits(4))
-        return 4;
-    if (pairs * (a->dv / 32) >= 32 && fits(2))
-        return 2;
-    return 1;
-}
-
-vw_status device_optin(size_t *bytes, vw_err *err) {
-    int dev = 0, v = 0;
-    vw_status st = VW_CUDA_TRY(err, cudaGetDevice(&dev));
-    if (st == VW_OK)
-        st = VW_CUDA_TRY(err,
-                         cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    *bytes = (size_t)v;
-    return st;
+// The slice width: 32 columns where that still makes >= 32 blocks (batch 1
+// at 0.8B: 64), else 16. Every block reads the chunk's W' rows and k̂ columns
+// whatever its width, so wider slices cut the L2 reads of a pass (the state
+// pass's bound at batch 1, docs/cuda.md) at the price of fewer blocks.
+int pick_mt(const vw_cu_gdn *a, const vw_cu_gdn_pass *p) {
+    return p->n_segs * a->Hv * (a->dv / 32) >= 32 ? 2 : 1;
 }
 
 } // namespace
 
-vw_status vw_cu_gdn_tc_state_smem(size_t dk, size_t dv, vw_err *err) {
-    size_t optin = 0;
-    vw_status st = device_optin(&optin, err);
-    for (int i = 0; i < 3 && st == VW_OK; i++) {
-        const size_t b = state_bytes(dk, variants[i].mt);
-        if (i == 0 || (dv % (size_t)(16 * variants[i].mt) == 0 && b <= optin))
-            st = vw_gdn::smem_for({variants[i].fn, b, variants[i].name}, err);
-    }
-    return st;
+size_t vw_cu_gdn_tc_state_smem_table(size_t dk, vw_cu_kernel_smem *t) {
+    t[0] = {(const void *)gdn_state_tc_k<1>, state_bytes(dk, 1), "gdn_state_tc_k<1>"};
+    t[1] = {(const void *)gdn_state_tc_k<2>, state_bytes(dk, 2), "gdn_state_tc_k<2>"};
+    return 2;
 }
 
 vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, int pass, cudaStream_t s, vw_err *err) {
     const vw_cu_gdn_pass *p = &a->pass[pass];
-    size_t optin = 0;
-    vw_status st = device_optin(&optin, err);
-    const int mt = st == VW_OK ? pick_mt(a, p, optin) : 1;
-    const variant &v = variants[mt == 4 ? 2 : mt - 1];
-    const size_t bytes = state_bytes(a->dk, mt);
-    if (st == VW_OK)
-        st = vw_gdn::smem_for({v.fn, bytes, v.name}, err);
+    const int mt = pick_mt(a, p);
+    const size_t bytes = state_bytes(a->dk, mt); // opted in at creation
+    vw_status st = VW_OK;
     // grid y <= 65,535: a pass of more sequences runs as several launches (they
     // are independent), so no batch falls back to other kernels
     constexpr size_t max_y = 65535;
@@ -364,12 +338,8 @@ vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, int pass, cudaStream_t s, vw_er
         part.segs = p->segs + s0;
         part.n_segs = p->n_segs - s0 < max_y ? p->n_segs - s0 : max_y;
         const dim3 grid((unsigned)(a->dv / (16 * mt)), (unsigned)part.n_segs, (unsigned)a->Hv);
-        if (mt == 4)
-            st = VW_LAUNCH(err, gdn_state_tc_k<4>, grid, THREADS, bytes, s, *a, part, pass);
-        else if (mt == 2)
-            st = VW_LAUNCH(err, gdn_state_tc_k<2>, grid, THREADS, bytes, s, *a, part, pass);
-        else
-            st = VW_LAUNCH(err, gdn_state_tc_k<1>, grid, THREADS, bytes, s, *a, part, pass);
+        st = mt == 2 ? VW_LAUNCH(err, gdn_state_tc_k<2>, grid, THREADS, bytes, s, *a, part, pass)
+                     : VW_LAUNCH(err, gdn_state_tc_k<1>, grid, THREADS, bytes, s, *a, part, pass);
     }
     return st;
 }

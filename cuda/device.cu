@@ -3,6 +3,7 @@
 #include "vw_cuda.h"
 
 #include "cuda_common.cuh"
+#include "kernels.cuh"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -85,6 +86,18 @@ extern "C" size_t vw_cuda_weight_bytes(const vw_qwen35_config *cfg, vw_cuda_prec
     vw_model_size size; /* one walk of the model description (core/model/sizes.h) */
     vw_model_size_of(cfg, &size);
     return (size_t)vw_model_weight_bytes(&size, vw_cuda_bf16_weights(precision) ? 2u : 4u);
+}
+
+extern "C" size_t vw_cuda_kernel_smem_table(const vw_qwen35_config *cfg, vw_cuda_kernel_smem *rows,
+                                            size_t cap) {
+    vw_qwen35_dims d;
+    vw_qwen35_dims_of(cfg, &d);
+    vw_cu_kernel_smem t[2 * VW_CU_SMEM_ROWS];
+    size_t n = vw_cu_attn_smem_table(d.hd, d.Hk ? d.Hq / d.Hk : 1, t);
+    n += vw_cu_gdn_smem_table(d.dk, d.dv, t + n);
+    for (size_t i = 0; i < n && i < cap; i++)
+        rows[i] = vw_cuda_kernel_smem{t[i].name, t[i].bytes};
+    return n;
 }
 
 // Shared by the kernel files (declared in cuda_common.cuh): kernels that want

@@ -14,9 +14,11 @@
 #include <ucontext.h>
 #include <new>
 #include <time.h>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_emu.h"
+#include "ops_cuda.h"
 
 // Fiber switch. The hand-written one saves the callee-saved registers and the
 // stack pointer, no signal mask syscall (ucontext's), which makes barrier-heavy
@@ -34,6 +36,18 @@ __asm__(".text\n.globl vw_emu_swap\n.type vw_emu_swap,@function\nvw_emu_swap:\n"
 namespace {
 
 enum fstate { RUN, WAIT_BLOCK, WAIT_WARP, DONE };
+} // namespace
+
+// A captured graph and an instance of it: the nodes in capture order.
+struct CUgraph_st {
+    std::vector<std::function<void()>> nodes;
+    bool invalid = false;
+};
+struct CUgraphExec_st {
+    std::vector<std::function<void()>> nodes;
+};
+
+namespace {
 constexpr size_t STACK_BYTES = 512 * 1024;
 
 // One lane's deposit for a warp collective (mma.sync, ldmatrix): which
@@ -78,9 +92,13 @@ struct emulator {
     ucontext_t sched;
     void (*body)(void *) = nullptr;
     void *arg = nullptr;
-    bool mma_truncate = false; // VW_CUDA_EMU_MMA=truncate: the hardware-like sum
-    bool plain = false;        // threads run as plain calls (no barrier allowed)
-    bool saw_barrier = false;  // block 0 of this launch reached a barrier
+    bool mma_truncate = false;                   // VW_CUDA_EMU_MMA=truncate: the hardware-like sum
+    std::unordered_map<const void *, int> optin; // kernels' MaxDynamicSharedMemorySize
+    CUgraph_st *capture = nullptr;               // the graph being captured
+    bool replaying = false;                      // running a graph's nodes
+    vw_cuda_emu_calls calls = {};                // runtime and cuBLAS calls (ops_cuda.h)
+    bool plain = false;                          // threads run as plain calls (no barrier allowed)
+    bool saw_barrier = false;                    // block 0 of this launch reached a barrier
     ~emulator() {
         for (char *st : stacks)
             free(st);
@@ -437,11 +455,23 @@ void *vw_emu_dyn_smem(void) {
     return E.dyn.data();
 }
 
-void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), void *ctx) {
+void vw_emu_run_grid(const void *fn, dim3 grid, dim3 block, size_t smem, void (*body)(void *),
+                     void *ctx) {
     E.grid = grid, E.block = block, E.body = body, E.arg = ctx;
     E.n = (int)(block.x * block.y * block.z);
+    E.calls.kernels += !E.replaying;
     if (E.n < 1 || E.n > 1024 || smem > 232448)
         die("bad launch configuration");
+    if (smem > 48 * 1024) {
+        auto o = E.optin.find(fn);
+        if (o == E.optin.end() || (size_t)o->second < smem) {
+            fprintf(stderr,
+                    "cuda emulator: a launch with %zu bytes of dynamic shared memory, the kernel "
+                    "opted into %d (cudaFuncSetAttribute)\n",
+                    smem, o == E.optin.end() ? 48 * 1024 : o->second);
+            abort();
+        }
+    }
     if ((int)E.ctx.size() < E.n) {
         E.ctx.resize(E.n), E.sp.resize(E.n), E.state.resize(E.n), E.parity.resize(E.n);
         E.stacks.resize(E.n, nullptr), E.xch[0].resize(E.n), E.xch[1].resize(E.n);
@@ -477,9 +507,82 @@ void vw_emu_run_grid(dim3 grid, dim3 block, size_t smem, void (*body)(void *), v
 
 // ---- CUDA runtime subset --------------------------------------------------
 
+extern "C" void vw_cuda_emu_calls_read(vw_cuda_emu_calls *c) {
+    *c = E.calls;
+}
+
+// ---- graphs: stream capture and replay -------------------------------------
+
+bool vw_emu_capturing(void) {
+    return E.capture != nullptr;
+}
+void vw_emu_capture(std::function<void()> node) {
+    E.capture->nodes.push_back(std::move(node));
+}
+// A call that cannot be captured: the capture fails (thread-local mode).
+static bool capture_breaks(void) {
+    if (!E.capture)
+        return false;
+    E.capture->invalid = true;
+    return true;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t, enum cudaStreamCaptureMode) {
+    if (E.capture)
+        return cudaErrorIllegalState;
+    E.capture = new (std::nothrow) CUgraph_st;
+    return E.capture ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) {
+    if (!E.capture)
+        return cudaErrorIllegalState;
+    CUgraph_st *c = E.capture;
+    E.capture = nullptr;
+    if (c->invalid) {
+        delete c;
+        *g = nullptr;
+        return cudaErrorStreamCaptureInvalidated;
+    }
+    *g = c;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t, enum cudaStreamCaptureStatus *s) {
+    *s = E.capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n) {
+    if (nodes)
+        return cudaErrorNotSupported; // the count only
+    *n = g->nodes.size();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long) {
+    *e = new (std::nothrow) CUgraphExec_st{g->nodes};
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.graph_launches++;
+    E.replaying = true;
+    for (auto &node : e->nodes)
+        node();
+    E.replaying = false;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    delete e;
+    return cudaSuccess;
+}
+
 static char emu_stream_tag;
 
 cudaError_t cudaMalloc(void **p, size_t n) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
     const size_t sz = (n + 255) / 256 * 256;
     *p = aligned_alloc(256, sz ? sz : 256);
     if (!*p)
@@ -488,6 +591,8 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
     free(p);
     return cudaSuccess;
 }
@@ -500,14 +605,24 @@ cudaError_t cudaFreeHost(void *p) {
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.copies++;
     memcpy(d, s, n);
     return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind, cudaStream_t) {
-    memcpy(d, s, n);
+    E.calls.copies += !E.capture;
+    if (E.capture) // a copy node: the source is read at each replay
+        E.capture->nodes.push_back([d, s, n]() { memcpy(d, s, n); });
+    else
+        memcpy(d, s, n);
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *d, int v, size_t n) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.copies++;
     memset(d, v, n);
     return cudaSuccess;
 }
@@ -544,6 +659,7 @@ cudaError_t cudaSetDevice(int d) {
     return cudaSuccess;
 }
 cudaError_t cudaGetDevice(int *d) {
+    E.calls.attrs++;
     *d = emu_current_device;
     return cudaSuccess;
 }
@@ -552,10 +668,17 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b) {
     return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int) {
+    E.calls.attrs++;
     *v = a == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : 0; // sm_90
     return cudaSuccess;
 }
-cudaError_t cudaFuncSetAttribute(const void *, enum cudaFuncAttribute, int) {
+cudaError_t cudaFuncSetAttribute(const void *fn, enum cudaFuncAttribute a, int v) {
+    E.calls.attrs++;
+    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+        if (v < 0 || v > 232448)
+            return cudaErrorInvalidValue;
+        E.optin[fn] = v;
+    }
     return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
@@ -566,9 +689,14 @@ cudaError_t cudaStreamDestroy(cudaStream_t) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.syncs++;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
     return cudaSuccess;
 }
 // Events: the emulator runs every launch and copy to completion before it
@@ -591,12 +719,18 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.events++;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     e->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
     return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
+    if (capture_breaks())
+        return cudaErrorStreamCaptureUnsupported;
+    E.calls.syncs++;
     return cudaSuccess;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsigned) {
@@ -670,20 +804,32 @@ cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperatio
                             int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
                             void *C, cudaDataType ct, int ldc, cublasComputeType_t,
                             cublasGemmAlgo_t) {
+    E.calls.gemms += !E.capture;
     if (ct != CUDA_R_32F || (at != CUDA_R_32F && at != CUDA_R_16BF) ||
         (bt != CUDA_R_32F && bt != CUDA_R_16BF))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     const bool tA = ta != CUBLAS_OP_N, tB = tb != CUBLAS_OP_N;
-    float *Af = as_f32(A, at, tA ? k : m, tA ? m : k, lda);
-    float *Bf = as_f32(B, bt, tB ? n : k, tB ? k : n, ldb);
-    const float be = *(const float *)beta;
-    if (Af && Bf) {
-        if (be == 0.0f) // C may hold NaN poison: never read it
-            for (int j = 0; j < n; j++)
-                memset((float *)C + (size_t)j * ldc, 0, (size_t)m * sizeof(float));
-        cblas_sgemm(CblasColMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans,
-                    m, n, k, *(const float *)alpha, Af, lda, Bf, ldb, be, (float *)C, ldc);
+    const float al = *(const float *)alpha, be = *(const float *)beta; // host pointer mode
+    auto gemm = [=]() {
+        float *Af = as_f32(A, at, tA ? k : m, tA ? m : k, lda);
+        float *Bf = as_f32(B, bt, tB ? n : k, tB ? k : n, ldb);
+        if (Af && Bf) {
+            if (be == 0.0f) // C may hold NaN poison: never read it
+                for (int j = 0; j < n; j++)
+                    memset((float *)C + (size_t)j * ldc, 0, (size_t)m * sizeof(float));
+            cblas_sgemm(CblasColMajor, tA ? CblasTrans : CblasNoTrans,
+                        tB ? CblasTrans : CblasNoTrans, m, n, k, al, Af, lda, Bf, ldb, be,
+                        (float *)C, ldc);
+        }
+        free(Af), free(Bf);
+        return Af && Bf;
+    };
+    if (E.capture) { // a node: the operands are read at each replay
+        E.capture->nodes.push_back([gemm]() {
+            if (!gemm())
+                die("out of memory in a replayed GEMM");
+        });
+        return CUBLAS_STATUS_SUCCESS;
     }
-    free(Af), free(Bf);
-    return Af && Bf ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+    return gemm() ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }

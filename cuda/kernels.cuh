@@ -16,6 +16,28 @@
 #include "cuda_common.cuh"
 #include "ops_cuda.h"
 
+/* ---- shared memory ---------------------------------------------------------- */
+
+/* A kernel that launches with dynamic shared memory: the function, its bytes
+ * at the widths asked, and its name as the SASS shows it (scripts/sass-report).
+ * Kernels above the default 48 KiB must be opted in before they launch:
+ * vw_cu_attn_supported and vw_cu_gdn_supported do it for every kernel of
+ * these tables, once, at executor creation (and before each per-op call of
+ * ops_cuda.h); the launchers themselves make no runtime calls but the launch. */
+typedef struct vw_cu_kernel_smem {
+    const void *fn;
+    size_t bytes;
+    const char *name;
+} vw_cu_kernel_smem;
+enum { VW_CU_SMEM_ROWS = 8 }; /* room for either table */
+
+/* Attention's kernels at head_dim hd with `group` query heads per KV head
+ * (attention_k; attention_tc_k where it takes hd); the delta rule's at dk, dv
+ * (the SIMT kernels; the tensor-core ones where they take the shape). Return
+ * the rows written to t[VW_CU_SMEM_ROWS]. */
+size_t vw_cu_attn_smem_table(size_t hd, size_t group, vw_cu_kernel_smem *t);
+size_t vw_cu_gdn_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t);
+
 /* ---- gemm.cu ------------------------------------------------------------ */
 
 typedef struct vw_cu_gemm {
@@ -112,10 +134,10 @@ vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
 /* Whether the tensor-core kernel takes this call: BF16 or BF16X2, head_dim
  * 32, 64, 128 or 256, Hq % Hk == 0, Q, K, V 16-byte aligned and ldv % 4 == 0. */
 int vw_cu_attn_tc_takes(const vw_cu_attn *a);
-/* Opts the tensor-core kernel for hd into its shared memory at 4 heads per
- * block (the most it uses): VW_EUNSUPPORTED if the device has less; VW_OK for
- * a width it does not take. */
-vw_status vw_cu_attn_tc_supported(size_t hd, vw_err *err);
+/* The tensor-core kernel's row of vw_cu_attn_smem_table for hd at `group`
+ * heads per KV head (fn NULL: a width it does not take); with group = 0, at 4
+ * heads per block, the most it uses (what the opt-in asks). */
+vw_cu_kernel_smem vw_cu_attn_tc_smem(size_t hd, size_t group);
 /* The items of segs[0..n_segs): for each segment, tiles of VW_ATT_BR rows,
  * ordered longest first (keys seen by the tile's last row; ties by segment,
  * then row), so the longest blocks start first. Returns the count (<= total
@@ -166,19 +188,20 @@ vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
 /* The first kernel only: fills the scratch's c, W' and U' (tests; W' is planes
  * rows, planes.cuh, where the tensor-core kernels ran: vw_cu_gdn_tc_takes). */
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-/* The tensor-core kernels, which vw_cu_gdn_run and vw_cu_gdn_prep dispatch to.
- * vw_cu_gdn_tc_takes: whether they take this call — BF16 or BF16X2; dk and dv
- * multiples of 32, dk <= 128, dv <= 256; q, k, v, out, ws 16-byte aligned and
- * ldq, ldk, ldv, ldo multiples of 4 (nothing that depends on the batch). Then
- * _prep, _state (pass a->pass[pass], any number of sequences), _out, in that
- * order; _smem opts every kernel into its shared memory (_state_smem: the state
- * pass's slice widths that fit the device). */
+/* The tensor-core kernels (delta_rule_tc.cu, delta_rule_tc_state.cu), which
+ * vw_cu_gdn_run and vw_cu_gdn_prep dispatch to. vw_cu_gdn_tc_takes: whether
+ * they take this call — BF16 or BF16X2; dk and dv multiples of 32, dk <= 128,
+ * dv <= 256; q, k, v, out, ws 16-byte aligned and ldq, ldk, ldv, ldo multiples
+ * of 4 (nothing that depends on the batch). Then _prep, _state (pass
+ * a->pass[pass], any number of sequences) and _out launch its kernels, in that
+ * order; _smem_table lists them with their shared memory at dk, dv (none for
+ * a shape they do not take). */
 int vw_cu_gdn_tc_takes(const vw_cu_gdn *a);
 vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
 vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, int pass, cudaStream_t s, vw_err *err);
 vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-vw_status vw_cu_gdn_tc_smem(size_t dk, size_t dv, vw_err *err);
-vw_status vw_cu_gdn_tc_state_smem(size_t dk, size_t dv, vw_err *err);
+size_t vw_cu_gdn_tc_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t);
+size_t vw_cu_gdn_tc_state_smem_table(size_t dk, vw_cu_kernel_smem *t);
 /* Host: n values of planes rows (a copy of W' after the tensor-core prep) back
  * to FP32 in place. */
 void vw_cu_gdn_tc_planes_to_f32(float *x, size_t n);
@@ -192,8 +215,9 @@ size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv);
  * room for 2*rows ints. */
 size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks);
 /* VW_OK when the device can run the delta rule (both kernel sets) / attention
- * kernels at these sizes (shared memory, head widths); else VW_EUNSUPPORTED
- * naming the limit. */
+ * kernels at these sizes (shared memory, head widths), having opted every
+ * kernel of their tables into its shared memory on the current device; else
+ * VW_EUNSUPPORTED naming the limit. */
 vw_status vw_cu_gdn_supported(size_t dk, size_t dv, vw_err *err);
 vw_status vw_cu_attn_supported(size_t hd, vw_err *err);
 

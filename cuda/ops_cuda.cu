@@ -307,6 +307,8 @@ extern "C" vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q
         st = d.put(&a.segs, segs, n_segs * sizeof *segs, err);
     if (st == VW_OK)
         st = d.put(&a.items, items, a.n_items * 2 * 4, err);
+    if (st == VW_OK) /* the executor opts in at creation; here, per call */
+        st = vw_cu_attn_supported(hd, err);
     if (st == VW_OK)
         st = vw_cu_attention(&a, 0, err);
     if (st == VW_OK)
@@ -329,6 +331,9 @@ static vw_status gdn_upload(dev_bufs &d, vw_cuda_precision prec, const vw_gdn_io
         if (segs[i].start < 0 || segs[i].len < 0 || (size_t)segs[i].start + segs[i].len > T)
             return VW_FAIL(err, VW_EINVAL, "bad_shape", "ops_cuda gdn: sequence %zu outside T %zu",
                            i, T);
+    vw_status st0 = vw_cu_gdn_supported(io->dk, io->dv, err); /* the executor: at creation */
+    if (st0 != VW_OK)
+        return st0;
     int32_t *chunks = (int32_t *)malloc((2 * T + 2) * sizeof *chunks);
     if (!chunks)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda gdn");

@@ -145,6 +145,18 @@ vw_status vw_cuda_op_ldsm_mma(vw_cuda_mma_kind kind, int b_kmajor, const float *
 vw_status vw_cuda_op_cp_async(const float *src, size_t n_src, float *early, float *out,
                               vw_err *err);
 
+#ifdef VW_CUDA_EMU
+/* The CPU emulator's tally of host calls since the process started (cuda/emu.cu):
+ * kernel launches; cuBLAS GEMMs; copies and memsets; the shared-memory opt-in's
+ * calls (cudaGetDevice, cudaDeviceGetAttribute, cudaFuncSetAttribute); event
+ * records; waits (stream, event); graph launches. What a forward asks of the
+ * driver: the difference of two reads around it (tests/test_cuda_forward.c). */
+typedef struct vw_cuda_emu_calls {
+    size_t kernels, gemms, copies, attrs, events, syncs, graph_launches;
+} vw_cuda_emu_calls;
+void vw_cuda_emu_calls_read(vw_cuda_emu_calls *c);
+#endif
+
 /* The chunked gated delta rule (chunk 64) of io's T rows split into n_seq
  * consecutive sequences of lengths seq_len[]; sequence i starts from
  * state_in[i] ([Hv, dk, dv]; NULL: zeros) and leaves its final state in

@@ -57,6 +57,20 @@ vw_status vw_cuda_device_query(int ordinal, int measure_free, vw_cuda_device_inf
  * device memory. Pure. */
 size_t vw_cuda_weight_bytes(const vw_qwen35_config *cfg, vw_cuda_precision precision);
 
+/* A kernel of the forward that launches with dynamic shared memory, named as
+ * its SASS shows it ("attention_tc_k<256>", "gdn_state_tc_k<16>"). */
+typedef struct vw_cuda_kernel_smem {
+    const char *name; /* static */
+    size_t bytes;
+} vw_cuda_kernel_smem;
+
+/* The mixers' kernels that launch with dynamic shared memory at this
+ * backbone's widths (attention head_dim and heads per KV head, DeltaNet dk
+ * and dv) and how many bytes: for scripts/sass-report (bench_gpu
+ * --kernel-smem). Writes at most cap rows; returns how many there are. Pure. */
+size_t vw_cuda_kernel_smem_table(const vw_qwen35_config *cfg, vw_cuda_kernel_smem *rows,
+                                 size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,7 @@
 #include "model/backbone_cpu.h"
 #include "backbone_cuda.h"
 #include "model/bundle.h"
+#include "ops_cuda.h"
 #include "vw_cuda.h"
 #include "vw_test.h"
 
@@ -284,6 +285,56 @@ Test(cuda_forward, profile_split_and_wait_modes, .init = need_gpu, .fini = done)
     free(spun);
     free(f.ids);
 }
+
+#ifdef VW_CUDA_EMU
+/* What a batch-1 forward asks of the driver (the emulator's tally of host
+ * calls, ops_cuda.h): printed per kind, and no shared-memory opt-in calls
+ * (cudaGetDevice, cudaDeviceGetAttribute, cudaFuncSetAttribute): the
+ * executor opts its kernels in once, at creation. */
+static vw_cuda_emu_calls calls_of(vw_executor *ex, const vw_tree *trees, size_t n) {
+    vw_cuda_emu_calls a, b;
+    vw_cuda_emu_calls_read(&a);
+    free(run(ex, trees, n));
+    vw_cuda_emu_calls_read(&b);
+    return (vw_cuda_emu_calls){b.kernels - a.kernels,
+                               b.gemms - a.gemms,
+                               b.copies - a.copies,
+                               b.attrs - a.attrs,
+                               b.events - a.events,
+                               b.syncs - a.syncs,
+                               b.graph_launches - a.graph_launches};
+}
+
+static size_t host_launch_calls(const vw_cuda_emu_calls *c) {
+    return c->kernels + c->gemms + c->copies + c->attrs + c->events + c->graph_launches;
+}
+
+static void print_calls(const char *what, const vw_cuda_emu_calls *c) {
+    fprintf(stderr,
+            "launches per forward, %s: %zu host launch calls (kernels %zu, GEMMs %zu, copies %zu, "
+            "opt-in calls %zu, event records %zu, graph launches %zu; waits %zu)\n",
+            what, host_launch_calls(c), c->kernels, c->gemms, c->copies, c->attrs, c->events,
+            c->graph_launches, c->syncs);
+}
+
+Test(cuda_forward, launches_per_forward, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    const vw_tree *one = &f.trees[0]; /* batch 1: a prefix and three blocks */
+    for (int p = 0; p < 2; p++) {
+        vw_executor *ex = cuda_exec(p ? VW_CUDA_BF16 : VW_CUDA_BF16X2, 0, 1024);
+        const vw_cuda_emu_calls c = calls_of(ex, one, 1);
+        char what[96];
+        snprintf(what, sizeof what, "%s, batch 1, tiny bundle (%d layers)", p ? "bf16" : "bf16x2",
+                 vw_bundle_backbone_config(bundle)->n_layers);
+        print_calls(what, &c);
+        cr_expect_eq(c.attrs, 0, "%s: %zu shared-memory opt-in calls in a forward", what, c.attrs);
+        cr_expect_gt(c.kernels, 0, "%s: no kernel launched", what);
+        vw_executor_free(ex);
+    }
+    free(f.ids);
+}
+#endif
 
 Test(cuda_forward, limits_and_errors, .init = need_gpu, .fini = done) {
     fixture f;
