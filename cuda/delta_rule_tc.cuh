@@ -40,7 +40,22 @@ __device__ __forceinline__ int lane_id() {
 // The caller commits and waits.
 __device__ __forceinline__ void cp_rows(void *dst, int ldd, const void *src, size_t lds, int nrows,
                                         int valid, int bytes, int me, int count) {
-    const int per = bytes / 16, di = count / per, dj = count - di * per;
+    const int per = bytes / 16;
+    if (count % per == 0) { // the usual case: each thread keeps its column
+        const int di = count / per, j = me % per, nv = valid < nrows ? valid : nrows;
+        int i = me / per;
+        char *d = (char *)dst + 16 * j + i * ldd;
+        const char *s = (const char *)src + 16 * j + (size_t)i * lds;
+        const int dstep = di * ldd;
+        const size_t sstep = (size_t)di * lds;
+#pragma unroll 4
+        for (; i < nv; i += di, d += dstep, s += sstep)
+            vw_cp_async_cg(d, s, 16);
+        for (; i < nrows; i += di, d += dstep) // zero rows: nothing is read
+            vw_cp_async_cg(d, src, 0);
+        return;
+    }
+    const int di = count / per, dj = count - di * per;
     int i = me / per, j = me - i * per; // piece j of row i; two divisions per call
     for (; i < nrows; i += di, j += dj) {
         if (j >= per)

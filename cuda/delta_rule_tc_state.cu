@@ -46,7 +46,7 @@ static_assert(CH == 16 * WARPS, "P1: a warp per 16 chunk rows");
 // At dk = 128: 89,088 bytes (MT 1), 97,280 (MT 2): within sm_89's opt-in.
 struct state_layout {
     int ldk, lkb;
-    size_t vs, warp0, warp_bytes, kb, cb, total;
+    size_t vs, warp0, warp_bytes, kb, total;
 };
 
 __host__ __device__ inline state_layout state_lay(int dk, int bv) {
@@ -55,17 +55,30 @@ __host__ __device__ inline state_layout state_lay(int dk, int bv) {
     L.vs = (size_t)bv * L.ldk;
     L.warp0 = L.vs + (size_t)bv * LV;
     L.kb = 16 * (size_t)L.ldk;
-    L.cb = L.kb + CH * (size_t)L.lkb;
-    L.warp_bytes = L.cb + CH * sizeof(float);
+    L.warp_bytes = L.kb + CH * (size_t)L.lkb;
     L.total = L.warp0 + WARPS * L.warp_bytes;
     return L;
 }
 
-// Sᵀ (this lane's C fragments, key columns dw ..) as planes at (v, d) of a
-// tile with row stride ld bytes.
+// Sᵀ (this lane's C fragments) split into planes words once per chunk:
+// [m][nt][hf] holds values 16m + g + 8hf, key columns 8nt + 2t, + 1.
+template <int MT> struct st_words { uint32_t hi[MT][4][2], lo[MT][4][2]; };
+
 template <int MT>
-__device__ __forceinline__ void store_st(char *T, int ld, const float (&S)[MT][4][4], int nd,
-                                         int dw) {
+__device__ __forceinline__ void split_st(st_words<MT> &o, const float (&S)[MT][4][4]) {
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++)
+                vw_pl_split2(S[m][nt][2 * hf], S[m][nt][2 * hf + 1], o.hi[m][nt][hf],
+                             o.lo[m][nt][hf]);
+}
+
+// ... stored at (v, dw + d) of a planes tile with row stride ld bytes.
+template <int MT>
+__device__ __forceinline__ void put_st(char *T, int ld, const st_words<MT> &o, int nd, int dw) {
     const int lane = lane_id(), g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int m = 0; m < MT; m++)
@@ -75,11 +88,9 @@ __device__ __forceinline__ void store_st(char *T, int ld, const float (&S)[MT][4
             for (int hf = 0; hf < 2; hf++) {
                 if (nt >= nd)
                     continue;
-                uint32_t hi, lo;
-                vw_pl_split2(S[m][nt][2 * hf], S[m][nt][2 * hf + 1], hi, lo);
                 const int v = 16 * m + g + 8 * hf, d = dw + 8 * nt + 2 * t;
-                *(uint32_t *)vw_pl_at(T, ld, v, d, 0) = hi;
-                *(uint32_t *)vw_pl_at(T, ld, v, d, 1) = lo;
+                *(uint32_t *)vw_pl_at(T, ld, v, d, 0) = o.hi[m][nt][hf];
+                *(uint32_t *)vw_pl_at(T, ld, v, d, 1) = o.lo[m][nt][hf];
             }
 }
 
@@ -96,7 +107,6 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
     const state_layout L = state_lay(dk, BV);
     char *Sp = sm, *Vs = sm + L.vs, *mine = sm + L.warp0 + w * L.warp_bytes;
     char *Wb = mine, *Kb = mine + L.kb;
-    float *cb = (float *)(mine + L.cb);
     const ws_view ws = ws_split(a.ws, rows, a.Hv, dk, dv);
     const float *S0 =
         (p.init && sg.state >= 0) ? p.init + ((size_t)sg.state * a.Hv + h) * dk * dv : nullptr;
@@ -105,12 +115,11 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
     float *usrc = ws.u + h * rows * dv + j0;
 
     // The next chunk's tiles of this warp (commits even when there is none,
-    // so every wait below counts the same groups), and its U' elements.
-    auto issue_wc = [&](int t0) {
+    // so every wait below counts the same groups), and its U' and c values.
+    auto issue_w = [&](int t0) {
         if (t0 < sg.len) {
             const int n = min_i(CH, sg.len - t0), r = sg.start + t0 + 16 * w;
             cp_rows(Wb, L.ldk, wsrc + (size_t)r * dk, dk * 4, 16, n - 16 * w, dk * 4, lane, 32);
-            cp_words(cb, csrc + sg.start + t0, CH, n, lane, 32);
         }
         vw_cp_async_commit();
     };
@@ -122,9 +131,10 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
         vw_cp_async_commit();
     };
     float un[MT][2][4]; // U' in the C layout: value 16m + g (+8), row 16w + 8j + 2t (+1)
-    auto load_u = [&](int t0) {
+    float cr[2][2], cl; // c at those rows (0 past n); c of the chunk's last row
+    auto load_uc = [&](int t0) {
         const int n = t0 < sg.len ? min_i(CH, sg.len - t0) : 0;
-        const float *u = usrc + (size_t)(sg.start + t0) * dv;
+        const float *u = usrc + (size_t)(sg.start + t0) * dv, *c = csrc + sg.start + t0;
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
@@ -134,6 +144,60 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                     const int r = 16 * w + 8 * j + 2 * t + (i & 1);
                     un[m][j][i] = r < n ? u[(size_t)r * dv + 16 * m + g + 8 * (i >> 1)] : 0.0f;
                 }
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int r = 16 * w + 8 * j + 2 * t + e;
+                cr[j][e] = r < n ? c[r] : 0.0f;
+            }
+        cl = n ? c[n - 1] : 0.0f;
+    };
+    // P1's chain over key columns c0 .. c0 + 31: x += Sᵀ W'ᵀ
+    auto p1_chain = [&](int c0, float(&x)[MT][2][4]) {
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            const int k = c0 + 16 * kk;
+            vw_pl_b2x2 b;
+            vw_pl_load_bt(b, Wb, L.ldk, 0, k, lane);
+#pragma unroll
+            for (int m = 0; m < MT; m++) {
+                vw_pl_a4 f;
+                vw_pl_load_a(f, Sp, L.ldk, 16 * m, k, lane);
+                vw_pl_mma(x[m][0], f, b, 0);
+                vw_pl_mma(x[m][1], f, b, 1);
+            }
+        }
+    };
+    // P3's chain over chunk rows 32 ci .. 32 ci + 31: x += V_newᵀ K
+    auto p3_chain = [&](int ci, int n, float(&x)[MT][4][4]) {
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            const int k = KC * ci + 16 * kk;
+            if (k >= n)
+                break;
+            vw_pl_a4 f[MT];
+#pragma unroll
+            for (int m = 0; m < MT; m++)
+                vw_pl_load_a(f[m], Vs, LV, 16 * m, k, lane);
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                if (2 * np >= nd)
+                    break;
+                vw_pl_b2x2 b;
+                const bool two = 2 * np + 1 < nd;
+                if (two)
+                    vw_pl_load_bk(b, Kb, L.lkb, k, 16 * np, lane);
+                else
+                    vw_pl_load_bk1(b, Kb, L.lkb, k, 16 * np, lane);
+#pragma unroll
+                for (int m = 0; m < MT; m++) {
+                    vw_pl_mma(x[m][2 * np], f[m], b, 0);
+                    if (two)
+                        vw_pl_mma(x[m][2 * np + 1], f[m], b, 1);
+                }
+            }
+        }
     };
 
     float S[MT][4][4]; // Sᵀ: value 16m + g (+8), key column dw + 8nt + 2t (+1)
@@ -146,36 +210,30 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                 const int v = 16 * m + g + 8 * (i >> 1), d = dw + 8 * nt + 2 * t + (i & 1);
                 S[m][nt][i] = (S0 && nt < nd) ? S0[(size_t)d * dv + j0 + v] : 0.0f;
             }
-    store_st<MT>(Sp, L.ldk, S, nd, dw);
-    issue_wc(0);
+    {
+        st_words<MT> o;
+        split_st(o, S);
+        put_st<MT>(Sp, L.ldk, o, nd, dw);
+    }
+    issue_w(0);
     issue_k(0);
-    load_u(0);
+    load_uc(0);
     __syncthreads(); // Sᵀ planes; every block reaches a barrier, even for an empty sequence
     for (int t0 = 0; t0 < sg.len; t0 += CH) {
         const int n = min_i(CH, sg.len - t0);
         const size_t r0 = (size_t)sg.start + t0;
         if (blockIdx.x == 0 && h == 0 && threadIdx.x == 0)
             ws.tab[r0] = t0 ? ENTER_SLOT : S0 ? (sg.state << 1 | pass) : ENTER_ZERO;
-        vw_cp_async_wait<1>(); // W', c of this chunk (k̂ may still be in flight)
+        vw_cp_async_wait<1>(); // W' of this chunk (k̂ may still be in flight)
         __syncwarp();
-        // P1: acc = Sᵀ W'ᵀ for rows 16w .. (CPU: sgemm W S)
+        // P1: acc = Sᵀ W'ᵀ for rows 16w .. (CPU: sgemm W S), chains of 32 key
+        // columns, the first in acc itself
         float acc[MT][2][4] = {};
-        if (16 * w < n)
-            for (int c0 = 0; c0 < dk; c0 += KC) {
+        if (16 * w < n) {
+            p1_chain(0, acc);
+            for (int c0 = KC; c0 < dk; c0 += KC) {
                 float d[MT][2][4] = {};
-#pragma unroll
-                for (int kk = 0; kk < 2; kk++) {
-                    const int k = c0 + 16 * kk;
-                    vw_pl_b2x2 b;
-                    vw_pl_load_bt(b, Wb, L.ldk, 0, k, lane);
-#pragma unroll
-                    for (int m = 0; m < MT; m++) {
-                        vw_pl_a4 f;
-                        vw_pl_load_a(f, Sp, L.ldk, 16 * m, k, lane);
-                        vw_pl_mma(d[m][0], f, b, 0);
-                        vw_pl_mma(d[m][1], f, b, 1);
-                    }
-                }
+                p1_chain(c0, d);
 #pragma unroll
                 for (int m = 0; m < MT; m++)
 #pragma unroll
@@ -184,19 +242,20 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                         for (int i = 0; i < 4; i++)
                             acc[m][j][i] += d[m][j][i];
             }
+        }
+        __syncwarp(); // W' is read: refill
+        issue_w(t0 + CH);
         // P2: V_new = U' - acc, to the scratch as planes rows, and times
         // e^{c_last - c_i} (<= 1: a difference, never e^c e^-c) into the tile
-        const float cl = cb[n - 1], el = expf(cl);
+        const float el = expf(cl);
         float kd[2][2];
 #pragma unroll
         for (int j = 0; j < 2; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int r = 16 * w + 8 * j + 2 * t + e;
-                kd[j][e] = r < n ? expf(cl - cb[r]) : 0.0f;
+                kd[j][e] = r < n ? expf(cl - cr[j][e]) : 0.0f;
             }
-        __syncwarp(); // W' and c are read: refill the buffers
-        issue_wc(t0 + CH);
 #pragma unroll
         for (int m = 0; m < MT; m++)
 #pragma unroll
@@ -226,44 +285,17 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
                     *(uint32_t *)vw_pl_at(Vs, LV, v, c, 0) = hi;
                     *(uint32_t *)vw_pl_at(Vs, LV, v, c, 1) = lo;
                 }
-        load_u(t0 + CH);       // the next chunk's U', in flight during P3
+        load_uc(t0 + CH);      // the next chunk's U' and c, in flight during P3
         __syncthreads();       // the V_new tile is whole, and no warp reads Sᵀ planes any more
         vw_cp_async_wait<1>(); // k̂ of this chunk
         __syncwarp();
-        // P3: Sᵀ = e^{c_last} Sᵀ + V_newᵀ K over chunk rows (CPU: S *= el; sgemm)
+        // P3: Sᵀ = e^{c_last} Sᵀ + V_newᵀ K over chunk rows (CPU: S *= el;
+        // sgemm), chains of 32 rows, the first in up itself
         float up[MT][4][4] = {};
-#pragma unroll
-        for (int ci = 0; ci < 2; ci++) {
-            if (KC * ci >= n)
-                break;
+        p3_chain(0, n, up);
+        if (n > KC) {
             float d[MT][4][4] = {};
-#pragma unroll
-            for (int kk = 0; kk < 2; kk++) {
-                const int k = KC * ci + 16 * kk;
-                if (k >= n)
-                    break;
-                vw_pl_a4 f[MT];
-#pragma unroll
-                for (int m = 0; m < MT; m++)
-                    vw_pl_load_a(f[m], Vs, LV, 16 * m, k, lane);
-#pragma unroll
-                for (int np = 0; np < 2; np++) {
-                    if (2 * np >= nd)
-                        break;
-                    vw_pl_b2x2 b;
-                    const bool two = 2 * np + 1 < nd;
-                    if (two)
-                        vw_pl_load_bk(b, Kb, L.lkb, k, 16 * np, lane);
-                    else
-                        vw_pl_load_bk1(b, Kb, L.lkb, k, 16 * np, lane);
-#pragma unroll
-                    for (int m = 0; m < MT; m++) {
-                        vw_pl_mma(d[m][2 * np], f[m], b, 0);
-                        if (two)
-                            vw_pl_mma(d[m][2 * np + 1], f[m], b, 1);
-                    }
-                }
-            }
+            p3_chain(1, n, d);
 #pragma unroll
             for (int m = 0; m < MT; m++)
 #pragma unroll
@@ -279,14 +311,15 @@ __global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn
 #pragma unroll
                 for (int i = 0; i < 4; i++)
                     S[m][nt][i] = fmaf(el, S[m][nt][i], up[m][nt][i]);
-        store_st<MT>(Sp, L.ldk, S, nd, dw);
-        if (t0 + CH < sg.len) { // the state entering the next chunk (slot of its row r0 + 64)
-            const size_t slot = (r0 + CH - 1) / CH;
-            char *dst = (char *)(ws.st + ((slot * a.Hv + h) * dv + j0) * dk);
-            store_st<MT>(dst, dk * 4, S, nd, dw);
-        }
         __syncwarp(); // k̂ is read: refill
         issue_k(t0 + CH);
+        st_words<MT> o;
+        split_st(o, S);
+        put_st<MT>(Sp, L.ldk, o, nd, dw);
+        if (t0 + CH < sg.len) { // the state entering the next chunk (slot of its row r0 + 64)
+            const size_t slot = (r0 + CH - 1) / CH;
+            put_st<MT>((char *)(ws.st + ((slot * a.Hv + h) * dv + j0) * dk), dk * 4, o, nd, dw);
+        }
         __syncthreads(); // Sᵀ planes whole; the V_new tile no longer read
     }
     vw_cp_async_wait<-1>(); // the last groups are empty

@@ -34,20 +34,13 @@
 #include "ldst.cuh"
 #include "mma.cuh"
 
-/* hi and lo of one value, as raw BF16 bits. */
-__device__ __forceinline__ void vw_pl_split(float x, uint32_t &hi, uint32_t &lo) {
-    __nv_bfloat16 h, l;
-    vw_split_bf16(x, h, l);
-    hi = __bfloat16_as_ushort(h), lo = __bfloat16_as_ushort(l);
-}
-
 /* Two values adjacent in k (x0 the lower) as the registers of a fragment:
- * hi pair and lo pair, x0 in the low halves. */
+ * hi pair and lo pair, x0 in the low halves (mma.cuh vw_split_bf16's split,
+ * two values per conversion instruction). */
 __device__ __forceinline__ void vw_pl_split2(float x0, float x1, uint32_t &hi, uint32_t &lo) {
-    uint32_t h0, l0, h1, l1;
-    vw_pl_split(x0, h0, l0);
-    vw_pl_split(x1, h1, l1);
-    hi = h0 | h1 << 16, lo = l0 | l1 << 16;
+    hi = vw_bit_cast<uint32_t>(__floats2bfloat162_rn(x0, x1));
+    const float h0 = vw_bit_cast<float>(hi << 16), h1 = vw_bit_cast<float>(hi & 0xffff0000u);
+    lo = vw_bit_cast<uint32_t>(__floats2bfloat162_rn(x0 - h0, x1 - h1));
 }
 
 /* One group: 8 floats -> 16 bytes of hi, 16 bytes of lo. */
