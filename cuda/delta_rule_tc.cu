@@ -311,11 +311,13 @@ __global__ void __launch_bounds__(OUT_THREADS) gdn_out_tc_k(vw_cu_gdn a) {
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             const int i = 16 * w + g + 8 * (e >> 1), jj = 8 * j + 2 * t + (e & 1);
-            pc[j][e] = (jj <= i && i < n) ? pc[j][e] * expf(cs[i] - cs[jj]) : 0.0f;
+            if (j < 2 * (w + 1)) // the n-tiles QKᵀ computed (the others are 0)
+                pc[j][e] = (jj <= i && i < n) ? pc[j][e] * expf(cs[i] - cs[jj]) : 0.0f;
         }
 #pragma unroll
     for (int q = 0; q < 4; q++)
-        vw_pl_c_to_a(pf[q], pc[2 * q], pc[2 * q + 1]);
+        if (q <= w)
+            vw_pl_c_to_a(pf[q], pc[2 * q], pc[2 * q + 1]);
     const float ec[2] = {expf(cs[16 * w + g]), expf(cs[16 * w + g + 8])};
     for (int s = 0; s < nsl; s++) {
         char *Sb = B0 + (s & 1) * bb, *Vb = Sb + OV * ldk;

@@ -33,39 +33,53 @@ __device__ __forceinline__ int lane_id() {
     return threadIdx.x & 31;
 }
 
-// dst rows i < nrows (stride ldd bytes) = src rows (stride lds bytes, row
-// bytes bytes, a multiple of 16) for i < valid, zeros for the others, by
-// cp.async 16-byte pieces, threads `first` .. first + count - 1 of the
-// caller's group (a warp: lane, 32; the block: threadIdx.x, blockDim.x).
-// The caller commits and waits.
-__device__ __forceinline__ void cp_rows(void *dst, int ldd, const void *src, size_t lds, int nrows,
-                                        int valid, int bytes, int me, int count) {
-    const int per = bytes / 16;
-    if (count % per == 0) { // the usual case: each thread keeps its column
-        const int di = count / per, j = me % per, nv = valid < nrows ? valid : nrows;
-        int i = me / per;
-        char *d = (char *)dst + 16 * j + i * ldd;
-        const char *s = (const char *)src + 16 * j + (size_t)i * lds;
-        const int dstep = di * ldd;
-        const size_t sstep = (size_t)di * lds;
-#pragma unroll 4
-        for (; i < nv; i += di, d += dstep, s += sstep)
-            vw_cp_async_cg(d, s, 16);
-        for (; i < nrows; i += di, d += dstep) // zero rows: nothing is read
-            vw_cp_async_cg(d, src, 0);
-        return;
-    }
+// The general case of cp_rows below (a thread's piece moves from row to row):
+// out of line, as only dk = 96 takes it.
+#ifdef VW_CUDA_EMU
+#define VW_GDN_NOINLINE
+#else
+#define VW_GDN_NOINLINE __noinline__
+#endif
+static __device__ VW_GDN_NOINLINE void cp_rows_any(char *dst, int ldd, const char *src, size_t lds,
+                                                   int nrows, int valid, int per, int me,
+                                                   int count) {
     const int di = count / per, dj = count - di * per;
-    int i = me / per, j = me - i * per; // piece j of row i; two divisions per call
+    int i = me / per, j = me - i * per; // piece j of row i
     for (; i < nrows; i += di, j += dj) {
         if (j >= per)
             j -= per, i++;
         if (i >= nrows)
             break;
         const bool in = i < valid;
-        const char *s = (const char *)src + (in ? (size_t)i * lds + 16 * j : 0);
-        vw_cp_async_cg((char *)dst + i * ldd + 16 * j, s, in ? 16 : 0);
+        vw_cp_async_cg(dst + i * ldd + 16 * j, src + (in ? (size_t)i * lds + 16 * j : 0),
+                       in ? 16 : 0);
     }
+}
+
+// dst rows i < nrows (stride ldd bytes) = src rows (stride lds bytes, row
+// bytes bytes, a multiple of 16) for i < valid, zeros for the others, by
+// cp.async 16-byte pieces, threads `me` of `count` of the caller's group (a
+// warp: lane, 32; the block: threadIdx.x, blockDim.x). The caller commits and
+// waits.
+__device__ __forceinline__ void cp_rows(void *dst, int ldd, const void *src, size_t lds, int nrows,
+                                        int valid, int bytes, int me, int count) {
+    const int per = bytes / 16;
+    if (count % per) {
+        cp_rows_any((char *)dst, ldd, (const char *)src, lds, nrows, valid, per, me, count);
+        return;
+    }
+    // each thread keeps its column
+    const int di = count / per, j = me % per, nv = valid < nrows ? valid : nrows;
+    int i = me / per;
+    char *d = (char *)dst + 16 * j + i * ldd;
+    const char *s = (const char *)src + 16 * j + (size_t)i * lds;
+    const int dstep = di * ldd;
+    const size_t sstep = (size_t)di * lds;
+#pragma unroll 4
+    for (; i < nv; i += di, d += dstep, s += sstep)
+        vw_cp_async_cg(d, s, 16);
+    for (; i < nrows; i += di, d += dstep) // zero rows: nothing is read
+        vw_cp_async_cg(d, (const char *)src, 0);
 }
 
 // dst[i] = src[i] for i < valid, 0 for valid <= i < n: 4-byte cp.async.
