@@ -43,7 +43,7 @@ static_assert(CH == 16 * WARPS, "P1: a warp per 16 chunk rows");
 
 // Shared memory, byte offsets: Sᵀ planes [BV][dk], V_new planes [BV][CH],
 // then per warp W' rows [16][dk] planes, k̂ columns [CH][dk/4] planes, c [CH].
-// At dk = 128: 89,088 bytes (MT 1), 97,280 (MT 2): within sm_89's opt-in.
+// At dk = 128: 83,456 bytes (MT 1), 96,256 (MT 2): within sm_89's opt-in.
 struct state_layout {
     int ldk, lkb;
     size_t vs, warp0, warp_bytes, kb, total;
