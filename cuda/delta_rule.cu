@@ -368,7 +368,13 @@ vw_status check_shape(const vw_cu_gdn *a, vw_err *err) {
 } // namespace
 
 size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv) {
-    return rows * Hv * (1 + dk + dv);
+    return rows * Hv * (1 + 3 * dk + dv) + vw_gdn::ws_slots(rows) * Hv * dv * dk + rows;
+}
+
+void vw_cu_gdn_ws_at(size_t rows, size_t Hv, size_t dk, size_t dv, size_t *w, size_t *u,
+                     size_t *c) {
+    *w = 0, *u = rows * Hv * dk;
+    *c = vw_cu_gdn_ws_floats(rows, Hv, dk, dv) - rows * Hv;
 }
 
 size_t vw_cu_gdn_chunks(const vw_cuda_seg *segs, size_t n_segs, int32_t *chunks) {
@@ -419,7 +425,7 @@ vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
         if (!p.n_segs)
             continue;
         if (tc) {
-            st = vw_cu_gdn_tc_state(a, &p, s, err);
+            st = vw_cu_gdn_tc_state(a, i, s, err);
             continue;
         }
         dim3 grid((unsigned)p.n_segs, vw_blocks_for(a->dv, VS), (unsigned)a->Hv);

@@ -16,19 +16,39 @@ namespace vw_gdn {
 constexpr int CH = VW_GDN_CHUNK; // rows per chunk
 static_assert(CH == 64, "the scan, the inverse and the tiles assume 64-row chunks");
 
-// The scratch of one call (kernels.cuh): [Hv][rows][dk] W', [Hv][rows][dv]
-// U' (then V_new), [Hv][rows] c — c last, so W' and U' rows stay 16-byte
-// aligned for any row count.
+// The scratch of one call (kernels.cuh vw_cu_gdn.ws), rows = the call's rows:
+//   w   [Hv][rows][dk]  W' (FP32; planes rows in the tensor-core kernels)
+//   u   [Hv][rows][dv]  U' (FP32), then V_new (FP32; planes rows on tensor cores)
+//   qp  [Hv][rows][dk]  q̂ as planes rows (tensor cores; Hk heads used)
+//   kp  [Hv][rows][dk]  k̂ as planes rows (tensor cores; Hk heads used)
+//   st  [rows/64 + 1][Hv][dv][dk]  the state entering each chunk but a
+//       sequence's first, as planes rows of Sᵀ (tensor cores), at slot
+//       (first row - 1) / 64: the 64 rows before such a chunk are its
+//       sequence's, so slots never collide
+//   tab [rows] int      per chunk, at its first row: where its entering state
+//       is (tensor cores: ENTER_* in delta_rule_tc.cuh)
+//   c   [Hv][rows]      the gate cumsum, last, so every region above starts
+//       16-byte aligned when dk and dv are multiples of 4.
+// The FP32 SIMT kernels use w, u and c only.
 struct ws_view {
-    float *c, *w, *u;
+    float *c, *w, *u, *qp, *kp, *st;
+    int *tab;
 };
+
+__host__ __device__ inline size_t ws_slots(size_t rows) {
+    return rows / CH + 1;
+}
 
 __device__ __forceinline__ ws_view ws_split(float *ws, size_t rows, size_t Hv, size_t dk,
                                             size_t dv) {
     ws_view v;
     v.w = ws;
     v.u = v.w + Hv * rows * dk;
-    v.c = v.u + Hv * rows * dv;
+    v.qp = v.u + Hv * rows * dv;
+    v.kp = v.qp + Hv * rows * dk;
+    v.st = v.kp + Hv * rows * dk;
+    v.tab = (int *)(v.st + ws_slots(rows) * Hv * dv * dk);
+    v.c = (float *)(v.tab + rows);
     return v;
 }
 

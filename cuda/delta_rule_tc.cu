@@ -1,386 +1,406 @@
 // delta_rule_tc.cu — the chunked gated delta rule with its products on tensor
 // cores: the path of the bf16 and bf16x2 precisions (docs/cuda.md "The delta
 // rule"); delta_rule.cu's FP32 SIMT kernels are the fp32 precision and the
-// fallback for other shapes. The same three kernels, scratch and steps as
-// there (CPU reference: vw_gdn_chunked / chunk_head in core/model/delta_rule.c):
+// fallback for other shapes. Three kernels after flash-linear-attention's
+// chunked gated delta rule (CPU reference: vw_gdn_chunked / chunk_head in
+// core/model/delta_rule.c):
 //
-//   gdn_prep_tc_k  grid (chunk, v-head): c = cumsum(g); K K^T -> L; the FP32
-//                  inverse A = (I + L)^-1; U' = A (beta V), W' = A (beta e^c K)
-//   gdn_state_tc_k grid (16 or 64 value columns, sequence, v-head), per pass,
-//                  the only loop over chunks: V_new = U' - W' S, O = (Q e^c) S,
-//                  S = e^{c_last} S + (K e^{c_last - c})^T V_new
-//   gdn_out_tc_k   grid (chunk, v-head): O += (Q K^T ⊙ Γ, causal) V_new
+//   gdn_prep_tc_k   grid (chunk, v-head), every chunk of the call at once:
+//                   c = cumsum(g); q̂, k̂ -> planes (once, for every later
+//                   product); L = strict_lower(beta K K^T Γ); the FP32 inverse
+//                   A = (I + L)^-1; W' = (A diag(beta e^c)) K as planes,
+//                   U' = (A diag(beta)) V in FP32
+//   gdn_state_tc_k  grid (value slice, sequence, v-head), per pass, the only
+//                   loop over chunks (delta_rule_tc_state.cu)
+//   gdn_out_tc_k    grid (chunk, v-head), every chunk at once:
+//                   O = e^c (Q S_c) + (Q K^T ⊙ Γ, causal) V_new, S_c the state
+//                   entering the chunk (the state pass's, or the sequence's
+//                   initial one)
 //
-// Every product runs on mma.sync m16n8k8 TF32 with 3xTF32 operands
-// (mma.cuh vw_mma_x3: FP32 grade, spec §4.4), in fresh accumulation chains of
-// 32 summed dims (4 k-steps, 12 MMAs) whose results are added in FP32 on the
-// CUDA cores, as attention_tc.cu does: the tensor cores' accumulation
-// truncates, so no chain is long. The gate cumsum, Γ, β, the inverse and the
-// state S itself stay FP32 (delta_rule_common.cuh, shared with the SIMT kernels).
-//
-// Tiles: 64 rows x 64 columns in shared memory, FP32, zero-padded past the
-// chunk's rows and the head's columns; a tile whose fragments are read along
-// rows (A operands; K as Bᵀ in K K^T) has stride 68 (g·68 + t: 32 banks), one
-// read down columns (B operands; K as Aᵀ in Kᵀ V_new) stride 72 (t·72 + g).
-// A warp owns whole 16 x 8 output tiles, and every sum runs in a fixed order
-// that depends only on the chunk's own rows, so a sequence's numbers never
-// depend on the batch (test_cuda_delta tc_packed, tc_wide_slices).
-#include "delta_rule_common.cuh"
-#include "mma.cuh"
+// Every product is BF16x3 m16n8k16 (planes.cuh: hi·hi + hi·lo + lo·hi, FP32
+// accumulation) on operands split once, where they are produced: q̂, k̂ and
+// V when prep stages them, A diag(·) after the inverse, W' by prep, V_new and
+// the chunk states by the state pass, P in registers; tiles reach the MMAs
+// through ldmatrix. Accumulation chains are 32 summed dims (6 MMAs) from the
+// product's first dim, each chain's result added in FP32 on the CUDA cores:
+// the tensor cores' accumulation truncates (Fasi et al. 2021), so no chain is
+// long. The gate cumsum, Γ, β, the inverse, e^c and the state's own sums stay
+// FP32 (delta_rule_common.cuh, shared with the SIMT kernels). A warp owns whole
+// 16-row output tiles and every sum runs in a fixed order that depends only on
+// the chunk's own rows, so a sequence's numbers never depend on the batch
+// (test_cuda_delta tc_packed, tc_wide_slices).
+#include "delta_rule_tc.cuh"
 
 namespace {
 
-using vw_gdn::CH;
+using namespace vw_gdn_tc;
 using vw_gdn::min_i;
 using vw_gdn::ws_split;
 using vw_gdn::ws_view;
 
-constexpr int DP = 64;       // columns per staged tile
-constexpr int LA = DP + 4;   // stride of a tile read along rows
-constexpr int LB = DP + 8;   // stride of a tile read down columns
-constexpr int KC = 32;       // summed dims per accumulation chain
-constexpr int THREADS = 256; // 8 warps
-constexpr int MAX_D = 256;   // widest dk, dv taken
-static_assert(CH == DP && THREADS == 8 * 32, "warp maps: 4 m-tiles x 8 n-tiles of a 64x64 tile");
+constexpr int LA = CH + 4;    // FP32 64 x 64 matrices (L, A): row stride in floats
+constexpr int XC = 128;       // columns of a staged k̂ / V tile in prep
+constexpr int LX = pl_ld(XC); // its planes-row stride
+constexpr int LP = pl_ld(CH); // A diag(·) planes (64 x 64): 272 bytes = LA floats
+static_assert(LP == LA * 4, "A diag(·) planes overlay L");
 
-// Operand views: element (r, c) of a row-major or a column-major matrix.
-struct rowm {
-    const float *p;
-    int ld;
-    __device__ float operator()(int r, int c) const {
-        return p[r * ld + c];
-    }
-};
-struct colm {
-    const float *p;
-    int ld;
-    __device__ float operator()(int r, int c) const {
-        return p[c * ld + r];
-    }
-};
-
-// This lane's A fragment (rows 0-15, columns k .. k+7) and B fragment (rows
-// k .. k+7, columns n0 .. n0+7), split into TF32 big and small parts
-// (mma.cuh's m16n8k8 layout tables).
-template <class FA>
-__device__ __forceinline__ void frag_a(const FA &A, int k, uint32_t big[4], uint32_t small[4]) {
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-    vw_split_tf32(A(g, k + t), big[0], small[0]);
-    vw_split_tf32(A(g + 8, k + t), big[1], small[1]);
-    vw_split_tf32(A(g, k + t + 4), big[2], small[2]);
-    vw_split_tf32(A(g + 8, k + t + 4), big[3], small[3]);
-}
-template <class FB>
-__device__ __forceinline__ void frag_b(const FB &B, int k, int n0, uint32_t big[2],
-                                       uint32_t small[2]) {
-    const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
-    vw_split_tf32(B(k + t, n0 + g), big[0], small[0]);
-    vw_split_tf32(B(k + t + 4, n0 + g), big[1], small[1]);
-}
-
-// acc[a][nt] += sum_{k0 <= k < k1} A[a](r, k) B(k, 8 nt + c): the warp's
-// 16 x 8 NT output tile(s) of NA products sharing their B operand (W' S and
-// (Q e^c) S share S's fragments), C fragment layout. k0, k1 multiples of 8;
-// each KC dims from k0 sum in a fresh accumulator (3xTF32), added to acc in
-// FP32; per element the same MMAs in the same order whatever NA and NT.
-template <int NA, int NT, class FA, class FB>
-__device__ __forceinline__ void warp_mma(float (&acc)[NA][NT][4], const FA (&A)[NA], const FB &B,
-                                         int k0, int k1) {
-    for (int c0 = k0; c0 < k1; c0 += KC) {
-        float d[NA][NT][4] = {};
-        const int ce = min_i(c0 + KC, k1);
-        for (int k = c0; k < ce; k += 8) {
-            uint32_t ab[NA][4], as[NA][4];
-#pragma unroll
-            for (int m = 0; m < NA; m++)
-                frag_a(A[m], k, ab[m], as[m]);
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++) {
-                uint32_t bb[2], bs[2];
-                frag_b(B, k, 8 * nt, bb, bs);
-#pragma unroll
-                for (int m = 0; m < NA; m++)
-                    vw_mma_x3<VW_MMA_TF32>(d[m][nt], ab[m], as[m], bb, bs);
+// FP32 rows (stride ld floats) [rows r0 .. r0 + n) x cols [0, nc) -> planes
+// tile (stride ldt bytes) rows 0 .. 63, zero past n; also to global planes
+// rows gdst (stride ldg floats) when gdst. nc a multiple of 8; every thread.
+__device__ void split_rows(char *T, int ldt, const float *src, size_t ld, int n, int nc,
+                           float *gdst, size_t ldg) {
+    const int per = nc / 8;
+    for (int idx = threadIdx.x; idx < CH * per; idx += blockDim.x) {
+        const int i = idx / per, c = 8 * (idx % per);
+        uint4 hi = make_uint4(0, 0, 0, 0), lo = hi;
+        if (i < n) {
+            const float *x = src + (size_t)i * ld + c;
+            vw_pl_split8(*(const float4 *)x, *(const float4 *)(x + 4), hi, lo);
+            if (gdst) {
+                uint4 *g = (uint4 *)(gdst + (size_t)i * ldg + c);
+                g[0] = hi, g[1] = lo;
             }
         }
-#pragma unroll
-        for (int m = 0; m < NA; m++)
-#pragma unroll
-            for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    acc[m][nt][i] += d[m][nt][i];
-    }
-}
-
-// The (row, column) of this lane's accumulator i in a 16 x 8 tile.
-__device__ __forceinline__ int c_row(int i) {
-    return ((threadIdx.x & 31) >> 2) + 8 * (i >> 1);
-}
-__device__ __forceinline__ int c_col(int i) {
-    return 2 * (threadIdx.x & 3) + (i & 1);
-}
-
-// X[i][j] (stride ld) = scale_i * src[(r0 + i) * lds + j] for i < n, j < nc;
-// zero for the other rows and columns of the 64 x 64 tile. float4 moves
-// (vw_cu_gdn_tc_takes checks the alignment; nc % 4 == 0). scale NULL: 1.
-__device__ void stage(float *X, int ld, const float *src, size_t lds, size_t r0, int n, int nc,
-                      const float *scale) {
-    for (int idx = threadIdx.x; idx < CH * DP / 4; idx += blockDim.x) {
-        const int i = idx / (DP / 4), j = idx % (DP / 4) * 4;
-        float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (i < n && j < nc) {
-            x = *reinterpret_cast<const float4 *>(src + (r0 + i) * lds + j);
-            if (scale) {
-                const float s = scale[i];
-                x.x = s * x.x, x.y = s * x.y, x.z = s * x.z, x.w = s * x.w;
-            }
+        if (T) {
+            uint4 *s = (uint4 *)(T + i * ldt + 4 * c);
+            s[0] = hi, s[1] = lo;
         }
-        *reinterpret_cast<float4 *>(X + i * ld + j) = x;
     }
-}
-
-// acc = M Mᵀ or Q Kᵀ over the dk columns (rows r0 .. r0 + n - 1 of x and y,
-// head columns at x, y, stride ldx, ldy), 64 x 64 in C fragments: warp w owns
-// rows 16 (w >> 1) .., columns 32 (w & 1) .. + 31 (4 n-tiles) and skips tiles
-// wholly above the diagonal and rows past n. Xs, Ys: two tiles of stride LA
-// (Ys == Xs when y == x). Ends past a barrier.
-__device__ void lower_gram(float (&acc)[1][4][4], const float *x, size_t ldx, const float *y,
-                           size_t ldy, size_t dk, size_t r0, int n, float *Xs, float *Ys) {
-    const int warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
-    const bool busy = 32 * nh < 16 * (mi + 1) && 16 * mi < n;
-    for (size_t d0 = 0; d0 < dk; d0 += DP) {
-        const int nd = min_i(DP, (int)(dk - d0));
-        if (d0)
-            __syncthreads();
-        stage(Xs, LA, x + d0, ldx, r0, n, nd, nullptr);
-        if (Ys != Xs)
-            stage(Ys, LA, y + d0, ldy, r0, n, nd, nullptr);
-        __syncthreads();
-        if (busy)
-            warp_mma(acc, {rowm{Xs + 16 * mi * LA, LA}}, colm{Ys + 32 * nh * LA, LA}, 0, nd);
-    }
-    __syncthreads();
 }
 
 // ---- kernel 1: everything that does not depend on the state ------------------
 
-constexpr size_t prep_floats = 4 * CH + CH * LB + CH * LA + 3 * 256;
+constexpr int PREP_THREADS = 256;
+constexpr size_t prep_bytes = 4 * CH * 4 + CH * LX + 2 * CH * LA * 4 + 3 * 256 * 4;
 
-// dst[i][j] (stride ldd) = (or += with ACC) (A (scale ⊙ src))[i][j] for the
-// ncols columns of src (rows r0 .., stride ld) and rows i < n, A lower
-// triangular (64 x 64, stride LA), by 64-column tiles staged in X: warp w owns
-// output columns 8w .. 8w + 7 of a tile, all m-tiles below row n, each summed
-// over k < 16 (mi + 1) only. Starts with a barrier (X's previous contents).
-template <bool ACC>
-__device__ void lower_apply(const float *A, float *X, const float *src, size_t ld,
-                            const float *scale, float *dst, size_t ldd, size_t r0, int n,
-                            int ncols) {
-    const int warp = threadIdx.x >> 5, kn = (n + 7) & ~7;
-    for (int j0 = 0; j0 < ncols; j0 += DP) {
-        const int nc = min_i(DP, ncols - j0);
-        __syncthreads(); // the previous tile (or L, or Q and K) is no longer read
-        stage(X, LB, src + j0, ld, r0, n, nc, scale);
-        __syncthreads();
-        if (8 * warp >= nc)
-            continue;
-        for (int mi = 0; mi < 4 && 16 * mi < n; mi++) {
-            float acc[1][1][4] = {};
-            warp_mma(acc, {rowm{A + 16 * mi * LA, LA}}, rowm{X + 8 * warp, LB}, 0,
-                     min_i(16 * (mi + 1), kn));
-            for (int i = 0; i < 4; i++) {
-                const int r = 16 * mi + c_row(i);
-                if (r >= n)
-                    continue;
-                float *d = dst + (size_t)r * ldd + j0 + 8 * warp + c_col(i);
-                *d = ACC ? *d + acc[0][0][i] : acc[0][0][i];
+// The warp's 16 x (nc/2) output tile of (A diag(·)) X: A planes P (64 x 64,
+// lower triangular, stride LP), X planes (rows = A's columns, stride LX, nc
+// columns): warp w owns rows 16 (w >> 1) .., columns (w & 1) nc/2 .., k over
+// A's nonzero columns < 16 (mi + 1) and rows < n. Results to planes rows
+// (PLANES) or FP32 rows at dst (stride ldd floats), rows < n.
+template <bool PLANES>
+__device__ void lower_apply(const char *P, const char *X, int nc, int n, float *dst, size_t ldd) {
+    const int lane = lane_id(), warp = threadIdx.x >> 5, mi = warp >> 1;
+    const int c0 = (warp & 1) * (nc / 2), np = nc / 32; // n-tile pairs of the warp
+    if (16 * mi >= n)
+        return;
+    float acc[8][4] = {};
+    const int kend = min_i(16 * (mi + 1), n);
+    for (int kc = 0; kc < kend; kc += KC) {
+        float d[8][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            const int k = kc + 16 * kk;
+            if (k >= kend)
+                break;
+            vw_pl_a4 f;
+            vw_pl_load_a(f, P, LP, 16 * mi, k, lane);
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                if (q >= np)
+                    break;
+                vw_pl_b2x2 b;
+                vw_pl_load_bk(b, X, LX, k, c0 + 16 * q, lane);
+                vw_pl_mma(d[2 * q], f, b, 0);
+                vw_pl_mma(d[2 * q + 1], f, b, 1);
             }
         }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                acc[j][i] += d[j][i];
+    }
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int r = 16 * mi + g + 8 * hf, c = c0 + 8 * j + 2 * t;
+            if (j >= 2 * np || r >= n)
+                continue;
+            if (PLANES) {
+                uint32_t hi, lo;
+                vw_pl_split2(acc[j][2 * hf], acc[j][2 * hf + 1], hi, lo);
+                *(uint32_t *)vw_pl_at(dst, (int)ldd * 4, r, c, 0) = hi;
+                *(uint32_t *)vw_pl_at(dst, (int)ldd * 4, r, c, 1) = lo;
+            } else {
+                *(float2 *)(dst + (size_t)r * ldd + c) =
+                    make_float2(acc[j][2 * hf], acc[j][2 * hf + 1]);
+            }
+        }
+}
+
+// P (planes, stride LP) = A (FP32, stride LA) times column scale s[j].
+__device__ void scaled_planes(char *P, const float *A, const float *s) {
+    for (int idx = threadIdx.x; idx < CH * CH / 8; idx += blockDim.x) {
+        const int i = idx / (CH / 8), c = 8 * (idx % (CH / 8));
+        float x[8];
+        for (int e = 0; e < 8; e++)
+            x[e] = A[i * LA + c + e] * s[c + e];
+        uint4 hi, lo;
+        vw_pl_split8(make_float4(x[0], x[1], x[2], x[3]), make_float4(x[4], x[5], x[6], x[7]), hi,
+                     lo);
+        uint4 *d = (uint4 *)(P + i * LP + 4 * c);
+        d[0] = hi, d[1] = lo;
     }
 }
 
-__global__ void __launch_bounds__(THREADS) gdn_prep_tc_k(vw_cu_gdn a) {
-    VW_DYN_SMEM(float, sm);
-    float *c = sm, *bet = c + CH, *sb = bet + CH, *tot = sb + CH; // tot: 4 of CH floats
-    float *X = tot + CH; // [CH][LB]: K tiles (stride LA), then L (LA), then B tiles (LB)
-    float *A = X + CH * LB, *T = A + CH * LA; // (I + L)^-1 [CH][LA]; merge products
-    const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), dk = a.dk, dv = a.dv;
+__global__ void __launch_bounds__(PREP_THREADS) gdn_prep_tc_k(vw_cu_gdn a) {
+    VW_DYN_SMEM(float4, sm4);
+    float *c = (float *)sm4, *bet = c + CH, *sb = bet + CH, *tot = sb + CH;
+    char *X = (char *)(tot + CH); // [CH] planes: k̂, then V tiles
+    float *Lf = (float *)(X + CH * LX), *A = Lf + CH * LA, *T = A + CH * LA;
+    char *P = (char *)Lf; // A diag(·) planes, over L
+    const size_t h = blockIdx.y, grp = a.Hv / a.Hk, kh = h / grp, dk = a.dk, dv = a.dv;
+    const size_t rows = a.rows;
     const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
-    const int warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
+    const int lane = lane_id(), warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
+    const ws_view w = ws_split(a.ws, rows, a.Hv, dk, dv);
+    const bool writer = h % grp == 0; // one v-head per k-head writes q̂, k̂ planes
     vw_gdn::chunk_cumsum(a, w, r0, n, h, c, bet, sb, tot);
-    // K K^T (CPU: sgemm into L), then L = strict_lower(beta K K^T Γ) into X
-    float acc[1][4][4] = {};
-    const float *k = a.k + kh * dk;
-    lower_gram(acc, k, a.ldk, k, a.ldk, dk, (size_t)r0, n, X, X);
-    for (int nt = 0; nt < 4; nt++)
+    // k̂ (and q̂) -> planes: the tile here, the scratch for the other kernels
+    const size_t off = (kh * rows + r0) * dk;
+    split_rows(X, LX, a.k + (size_t)r0 * a.ldk + kh * dk, a.ldk, n, (int)dk,
+               writer ? w.kp + off : nullptr, dk);
+    if (writer)
+        split_rows(nullptr, 0, a.q + (size_t)r0 * a.ldq + kh * dk, a.ldq, n, (int)dk, w.qp + off,
+                   dk);
+    __syncthreads();
+    // K K^T (CPU: sgemm into L): warp rows 16 mi, columns 32 nh .. (4 n-tiles),
+    // tiles wholly above the diagonal and rows past n skipped
+    float acc[4][4] = {};
+    if (32 * nh < 16 * (mi + 1) && 16 * mi < n)
+        for (int k0 = 0; k0 < (int)dk; k0 += KC) {
+            float d[4][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++) {
+                vw_pl_a4 f;
+                vw_pl_load_a(f, X, LX, 16 * mi, k0 + 16 * kk, lane);
+#pragma unroll
+                for (int q = 0; q < 2; q++) {
+                    vw_pl_b2x2 b;
+                    vw_pl_load_bt(b, X, LX, 32 * nh + 16 * q, k0 + 16 * kk, lane);
+                    vw_pl_mma(d[2 * q], f, b, 0);
+                    vw_pl_mma(d[2 * q + 1], f, b, 1);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    acc[j][i] += d[j][i];
+        }
+    // L = strict_lower(beta K K^T Γ) (CPU: b * kk * decay)
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+#pragma unroll
         for (int e = 0; e < 4; e++) {
-            const int i = 16 * mi + c_row(e), j = 32 * nh + 8 * nt + c_col(e);
-            X[i * LA + j] = (j < i && i < n) ? bet[i] * acc[0][nt][e] * expf(c[i] - c[j]) : 0.0f;
+            const int i = 16 * mi + g + 8 * (e >> 1), jj = 32 * nh + 8 * j + 2 * t + (e & 1);
+            Lf[i * LA + jj] = (jj < i && i < n) ? bet[i] * acc[j][e] * expf(c[i] - c[jj]) : 0.0f;
         }
     __syncthreads();
-    vw_gdn::chunk_inverse(X, A, T, LA);
-    // W' = A (beta e^c K), U' = A (beta V)
-    lower_apply<false>(A, X, k, a.ldk, sb, w.w + (h * a.rows + r0) * dk, dk, (size_t)r0, n,
-                       (int)dk);
-    lower_apply<false>(A, X, a.v + h * dv, a.ldv, bet, w.u + (h * a.rows + r0) * dv, dv, (size_t)r0,
-                       n, (int)dv);
-}
-
-// ---- kernel 2: the state pass, sequential over a sequence's chunks ---------------
-
-// Value columns per block: VS = 16 (NARROW: 8 blocks per head at dv 128, for
-// passes of few sequences) or 64 (WIDE: a quarter of the blocks, each reading
-// the chunk's W', Q, K tiles once for 4x the columns, for passes of many). An
-// element's operations are the same in both, so its value is too.
-constexpr int NARROW = 16, WIDE = 64;
-
-size_t state_floats(size_t dk, int vs) {
-    const size_t ls = (size_t)vs + 8;
-    return dk * ls + CH * ls + 2 * CH + CH * LB + CH * LA;
-}
-
-// Warp w: phase 1 rows 16 (w >> 1) .. of the chunk x value columns
-// (w & 1) VS / 2 .. + VS / 2 - 1 of the slice; phase 2 key rows d0 + 16 (w >> 1)
-// .. of a 64-dim tile x the same columns. Each S element is written by one lane.
-template <int VS>
-__global__ void __launch_bounds__(THREADS) gdn_state_tc_k(vw_cu_gdn a, vw_cu_gdn_pass p) {
-    constexpr int LS = VS + 8, NT = VS / 16; // S, V_new stride (read down columns); n-tiles
-    VW_DYN_SMEM(float, sm);
-    const size_t dk = a.dk, dv = a.dv, h = blockIdx.z, j0 = (size_t)blockIdx.x * VS;
-    const size_t kh = h / (a.Hv / a.Hk);
-    const int warp = threadIdx.x >> 5, mi = warp >> 1, c0 = 8 * NT * (warp & 1);
-    const vw_cuda_seg sg = p.segs[blockIdx.y];
-    float *S = sm, *Vn = S + dk * LS;        // [dk][LS] the state slice; [CH][LS] V_new
-    float *ec = Vn + CH * LS, *kd = ec + CH; // e^{c_i}, e^{c_last - c_i}
-    float *X = kd + CH, *Y = X + CH * LB;    // W' (LA) then K (LB) tiles; Q tiles (LA)
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
-    const float *S0 =
-        (p.init && sg.state >= 0) ? p.init + ((size_t)sg.state * a.Hv + h) * dk * dv : nullptr;
-    for (size_t idx = threadIdx.x; idx < dk * VS; idx += blockDim.x) {
-        const size_t d = idx / VS, jc = idx % VS;
-        S[d * LS + jc] = S0 ? S0[d * dv + j0 + jc] : 0.0f;
-    }
-    __syncthreads(); // every block reaches a barrier, even for an empty sequence (emulator)
-    for (int t0 = 0; t0 < sg.len; t0 += CH) {
-        const int n = min_i(CH, sg.len - t0), kn = (n + 7) & ~7;
-        const size_t r0 = (size_t)sg.start + t0;
-        const float *cr = w.c + h * a.rows + r0;
-        if (threadIdx.x < CH) {
-            const int i = threadIdx.x;
-            const float cl = cr[n - 1], ci = i < n ? cr[i] : cl;
-            ec[i] = i < n ? expf(ci) : 0.0f;
-            kd[i] = i < n ? expf(cl - ci) : 0.0f; // <= 1: a difference, never e^c e^-c
-        }
-        __syncthreads();
-        // V_new = U' - W' S and O = (Q e^c) S over key tiles (CPU: two sgemm)
-        float wq[2][NT][4] = {}; // W' S, (Q e^c) S
-        for (size_t d0 = 0; d0 < dk; d0 += DP) {
-            const int nd = min_i(DP, (int)(dk - d0));
-            if (d0)
-                __syncthreads();
-            stage(X, LA, w.w + (h * a.rows) * dk + d0, dk, r0, n, nd, nullptr);
-            stage(Y, LA, a.q + kh * dk + d0, a.ldq, r0, n, nd, ec);
+    vw_gdn::chunk_inverse(Lf, A, T, LA);
+    // W' = (A diag(beta e^c)) K, planes (CPU: strsm on beta e^c K)
+    scaled_planes(P, A, sb);
+    __syncthreads();
+    for (int d0 = 0; d0 < (int)dk; d0 += XC) // dk <= XC: one tile
+        lower_apply<true>(P, X, min_i(XC, (int)dk - d0), n, w.w + (h * rows + r0) * dk + d0, dk);
+    __syncthreads();
+    // U' = (A diag(beta)) V, FP32 (CPU: strsm on beta V), by 128-column tiles
+    scaled_planes(P, A, bet);
+    for (int j0 = 0; j0 < (int)dv; j0 += XC) {
+        const int nc = min_i(XC, (int)dv - j0);
+        if (j0)
             __syncthreads();
-            if (16 * mi < n)
-                warp_mma(wq, {rowm{X + 16 * mi * LA, LA}, rowm{Y + 16 * mi * LA, LA}},
-                         rowm{S + d0 * LS + c0, LS}, 0, nd);
+        split_rows(X, LX, a.v + (size_t)r0 * a.ldv + h * dv + j0, a.ldv, n, nc, nullptr, 0);
+        __syncthreads();
+        lower_apply<false>(P, X, nc, n, w.u + (h * rows + r0) * dv + j0, dv);
+    }
+}
+
+// ---- kernel 3: the output -----------------------------------------------------
+
+constexpr int OUT_THREADS = 128; // 4 warps: a warp per 16 chunk rows
+constexpr int OV = 32;           // value columns per output slice
+constexpr int LVN = pl_ld(OV);   // V_new slice rows
+
+// Shared memory, bytes: c [CH]; k̂ tile [CH][dk] planes; two slice buffers,
+// each S_c slice [OV][dk] planes (Sᵀ rows) + V_new slice [CH][OV] planes. The
+// q̂ tile [CH][dk] is staged in the slice buffers first.
+__host__ __device__ inline size_t out_buf_bytes(int dk) {
+    return (size_t)OV * pl_ld(dk) + (size_t)CH * LVN;
+}
+__host__ __device__ inline size_t out_bytes(int dk) {
+    return CH * 4 + (size_t)CH * pl_ld(dk) + 2 * out_buf_bytes(dk);
+}
+
+__global__ void __launch_bounds__(OUT_THREADS) gdn_out_tc_k(vw_cu_gdn a) {
+    VW_DYN_SMEM(float4, sm4);
+    const int dk = (int)a.dk, dv = (int)a.dv, ldk = pl_ld(dk), nk = dk / 16;
+    float *cs = (float *)sm4;
+    char *Kt = (char *)(cs + CH), *B0 = Kt + CH * ldk;
+    const size_t bb = out_buf_bytes(dk);
+    const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), rows = a.rows;
+    const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
+    const int lane = lane_id(), w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const ws_view ws = ws_split(a.ws, rows, a.Hv, dk, dv);
+    const int code = ws.tab[r0], nsl = dv / OV;
+    const float *Sf = nullptr; // FP32 initial state [dk][dv] (a sequence's first chunk)
+    const float *Sp = nullptr; // planes Sᵀ [dv][dk] (a later chunk)
+    if (code >= 0)
+        Sf = a.pass[code & 1].init + ((size_t)(code >> 1) * a.Hv + h) * dk * dv;
+    else if (code == ENTER_SLOT)
+        Sp = ws.st + ((size_t)(r0 - 1) / CH * a.Hv + h) * dv * dk;
+    const float *vn = ws.u + (h * rows + r0) * dv;
+    auto issue_slice = [&](int s) {
+        if (s < nsl) {
+            char *buf = B0 + (s & 1) * bb;
+            if (Sp)
+                cp_rows(buf, ldk, Sp + (size_t)s * OV * dk, dk * 4, OV, OV, dk * 4, threadIdx.x,
+                        OUT_THREADS);
+            cp_rows(buf + OV * ldk, LVN, vn + s * OV, dv * 4, CH, n, OV * 4, threadIdx.x,
+                    OUT_THREADS);
+        }
+        vw_cp_async_commit();
+    };
+    if (threadIdx.x < CH)
+        cs[threadIdx.x] = (int)threadIdx.x < n ? ws.c[h * rows + r0 + threadIdx.x] : 0.0f;
+    const size_t off = (kh * rows + r0) * dk;
+    cp_rows(B0, ldk, ws.qp + off, dk * 4, CH, n, dk * 4, threadIdx.x, OUT_THREADS);
+    cp_rows(Kt, ldk, ws.kp + off, dk * 4, CH, n, dk * 4, threadIdx.x, OUT_THREADS);
+    vw_cp_async_wait<-1>();
+    __syncthreads();
+    vw_pl_a4 qf[MAX_DK / 16]; // the warp's q̂ rows, all dk, in registers
+#pragma unroll
+    for (int kk = 0; kk < MAX_DK / 16; kk++)
+        if (kk < nk)
+            vw_pl_load_a(qf[kk], B0, ldk, 16 * w, 16 * kk, lane);
+    __syncthreads(); // the slice buffers are free
+    issue_slice(0);
+    issue_slice(1);
+    // P = Q K^T (CPU: sgemm) for the warp's rows, key tiles up to the diagonal
+    float pc[8][4] = {};
+#pragma unroll
+    for (int kc = 0; kc < MAX_DK / 16; kc += 2) {
+        if (kc >= nk)
+            break;
+        float d[8][4] = {};
+#pragma unroll
+        for (int kk = kc; kk < kc + 2; kk++)
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                if (q > w)
+                    break;
+                vw_pl_b2x2 b;
+                vw_pl_load_bt(b, Kt, ldk, 16 * q, 16 * kk, lane);
+                vw_pl_mma(d[2 * q], qf[kk], b, 0);
+                vw_pl_mma(d[2 * q + 1], qf[kk], b, 1);
+            }
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                pc[j][i] += d[j][i];
+    }
+    // P ⊙ Γ with the diagonal (CPU: P *= decay, upper zeroed), as A fragments
+    vw_pl_a4 pf[4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int i = 16 * w + g + 8 * (e >> 1), jj = 8 * j + 2 * t + (e & 1);
+            if (j < 2 * (w + 1)) // the n-tiles QKᵀ computed (the others are 0)
+                pc[j][e] = (jj <= i && i < n) ? pc[j][e] * expf(cs[i] - cs[jj]) : 0.0f;
         }
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int i = 16 * mi + c_row(e), jc = c0 + 8 * nt + c_col(e);
-                float vn = 0.0f;
-                if (i < n) {
-                    float *u = w.u + (h * a.rows + r0 + i) * dv + j0 + jc;
-                    vn = *u - wq[0][nt][e];
-                    *u = vn;
-                    a.out[(r0 + i) * a.ldo + h * dv + j0 + jc] = wq[1][nt][e];
-                }
-                Vn[i * LS + jc] = vn;
+    for (int q = 0; q < 4; q++)
+        if (q <= w)
+            vw_pl_c_to_a(pf[q], pc[2 * q], pc[2 * q + 1]);
+    const float ec[2] = {expf(cs[16 * w + g]), expf(cs[16 * w + g + 8])};
+    for (int s = 0; s < nsl; s++) {
+        char *Sb = B0 + (s & 1) * bb, *Vb = Sb + OV * ldk;
+        vw_cp_async_wait<1>(); // this slice (the next may be in flight)
+        if (Sf)                // a first chunk from its initial state: Sᵀ planes here, once
+            for (int idx = threadIdx.x; idx < OV * dk / 2; idx += OUT_THREADS) {
+                const int v = idx % OV, d = 2 * (idx / OV);
+                const float *x = Sf + (size_t)d * dv + s * OV + v;
+                uint32_t hi, lo;
+                vw_pl_split2(x[0], x[dv], hi, lo);
+                *(uint32_t *)vw_pl_at(Sb, ldk, v, d, 0) = hi;
+                *(uint32_t *)vw_pl_at(Sb, ldk, v, d, 1) = lo;
             }
         __syncthreads();
-        // S = e^{c_last} S + (K e^{c_last - c})^T V_new (CPU: S *= el, then sgemm)
-        const float el = ec[n - 1];
-        for (size_t d0 = 0; d0 < dk; d0 += DP) {
-            const int nd = min_i(DP, (int)(dk - d0));
-            if (d0)
-                __syncthreads();
-            stage(X, LB, a.k + kh * dk + d0, a.ldk, r0, n, nd, kd);
-            __syncthreads();
-            if (16 * mi >= nd)
-                continue;
-            float acc[1][NT][4] = {};
-            warp_mma(acc, {colm{X + 16 * mi, LB}}, rowm{Vn + c0, LS}, 0, kn);
+        float o[4][4] = {};
+        if (Sf || Sp) { // O = e^c (Q S_c) (CPU: sgemm of Q e^c and S)
 #pragma unroll
-            for (int nt = 0; nt < NT; nt++)
+            for (int kc = 0; kc < MAX_DK / 16; kc += 2) {
+                if (kc >= nk)
+                    break;
+                float d[4][4] = {};
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float *s = S + (d0 + 16 * mi + c_row(e)) * LS + c0 + 8 * nt + c_col(e);
-                    *s = fmaf(el, *s, acc[0][nt][e]);
+                for (int kk = kc; kk < kc + 2; kk++)
+#pragma unroll
+                    for (int q = 0; q < 2; q++) {
+                        vw_pl_b2x2 b;
+                        vw_pl_load_bt(b, Sb, ldk, 16 * q, 16 * kk, lane);
+                        vw_pl_mma(d[2 * q], qf[kk], b, 0);
+                        vw_pl_mma(d[2 * q + 1], qf[kk], b, 1);
+                    }
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        o[j][i] += d[j][i];
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    o[j][i] *= ec[i >> 1];
+        }
+        // O += P V_new (CPU: sgemm with beta 1), key rows up to the diagonal
+#pragma unroll
+        for (int kc = 0; kc < 4; kc += 2) {
+            if (kc > w)
+                break;
+            float d[4][4] = {};
+#pragma unroll
+            for (int kk = kc; kk < kc + 2; kk++) {
+                if (kk > w)
+                    break;
+#pragma unroll
+                for (int q = 0; q < 2; q++) {
+                    vw_pl_b2x2 b;
+                    vw_pl_load_bk(b, Vb, LVN, 16 * kk, 16 * q, lane);
+                    vw_pl_mma(d[2 * q], pf[kk], b, 0);
+                    vw_pl_mma(d[2 * q + 1], pf[kk], b, 1);
                 }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    o[j][i] += d[j][i];
         }
-        __syncthreads(); // S updated; ec, Vn and the tiles free for the next chunk
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int i = 16 * w + g + 8 * hf;
+                if (i < n)
+                    *(float2 *)(a.out + ((size_t)r0 + i) * a.ldo + h * dv + s * OV + 8 * j +
+                                2 * t) = make_float2(o[j][2 * hf], o[j][2 * hf + 1]);
+            }
+        __syncthreads(); // this buffer is read: the slice after next goes there
+        issue_slice(s + 2);
     }
-    if (p.final && sg.state >= 0) {
-        float *Sf = p.final + ((size_t)sg.state * a.Hv + h) * dk * dv;
-        for (size_t idx = threadIdx.x; idx < dk * VS; idx += blockDim.x) {
-            const size_t d = idx / VS, jc = idx % VS;
-            Sf[d * dv + j0 + jc] = S[d * LS + jc];
-        }
-    }
-}
-
-// ---- kernel 3: the intra-chunk part of the output ------------------------------
-
-constexpr size_t out_floats = CH + CH * LB + CH * LB;
-
-__global__ void __launch_bounds__(THREADS) gdn_out_tc_k(vw_cu_gdn a) {
-    VW_DYN_SMEM(float, sm);
-    float *c = sm, *X = c + CH, *Y = X + CH * LB; // X: Q tiles, then P (LA); Y: K (LA), V_new (LB)
-    const size_t h = blockIdx.y, kh = h / (a.Hv / a.Hk), dk = a.dk, dv = a.dv;
-    const int r0 = a.chunks[2 * blockIdx.x], n = a.chunks[2 * blockIdx.x + 1];
-    const int warp = threadIdx.x >> 5, mi = warp >> 1, nh = warp & 1;
-    const ws_view w = ws_split(a.ws, a.rows, a.Hv, dk, dv);
-    if (threadIdx.x < CH)
-        c[threadIdx.x] = (int)threadIdx.x < n ? w.c[h * a.rows + r0 + threadIdx.x] : 0.0f;
-    // P = Q K^T (CPU: sgemm), then P ⊙ Γ with the diagonal
-    float acc[1][4][4] = {};
-    lower_gram(acc, a.q + kh * dk, a.ldq, a.k + kh * dk, a.ldk, dk, (size_t)r0, n, X, Y);
-    for (int nt = 0; nt < 4; nt++)
-        for (int e = 0; e < 4; e++) {
-            const int i = 16 * mi + c_row(e), j = 32 * nh + 8 * nt + c_col(e);
-            X[i * LA + j] = (j <= i && i < n) ? acc[0][nt][e] * expf(c[i] - c[j]) : 0.0f;
-        }
-    // O += P V_new over value tiles (CPU: sgemm with beta 1)
-    lower_apply<true>(X, Y, w.u + (h * a.rows) * dv, dv, nullptr,
-                      a.out + (size_t)r0 * a.ldo + h * dv, a.ldo, (size_t)r0, n, (int)dv);
-}
-
-// The kernels and their shared memory: prep, state (narrow, wide), out.
-enum { K_PREP, K_NARROW, K_WIDE, K_OUT, K_COUNT };
-void smem_table(size_t dk, vw_gdn::kernel_smem t[K_COUNT]) {
-    t[K_PREP] = {(const void *)gdn_prep_tc_k, prep_floats * sizeof(float), "gdn_prep_tc_k"};
-    t[K_NARROW] = {(const void *)gdn_state_tc_k<NARROW>, state_floats(dk, NARROW) * sizeof(float),
-                   "gdn_state_tc_k<16>"};
-    t[K_WIDE] = {(const void *)gdn_state_tc_k<WIDE>, state_floats(dk, WIDE) * sizeof(float),
-                 "gdn_state_tc_k<64>"};
-    t[K_OUT] = {(const void *)gdn_out_tc_k, out_floats * sizeof(float), "gdn_out_tc_k"};
+    vw_cp_async_wait<-1>();
 }
 
 bool shape_taken(size_t dk, size_t dv) {
-    return dk && dv && dk % 32 == 0 && dv % 32 == 0 && dk <= MAX_D && dv <= MAX_D;
-}
-
-// Wide slices where they fit sm_89's 99 KB (dk <= 128: 91,648 bytes) and the
-// pass has enough (sequence, head) pairs to fill the GPU with a quarter of the
-// blocks (256 pairs: 512 blocks at dv 128).
-bool wide_fits(size_t dk, size_t dv) {
-    return dv % WIDE == 0 && dk <= 128;
-}
-bool wide_for(const vw_cu_gdn *a, const vw_cu_gdn_pass *p) {
-    return wide_fits(a->dk, a->dv) && p->n_segs * a->Hv >= 256;
+    return dk && dv && dk % 32 == 0 && dv % 32 == 0 && dk <= MAX_DK && dv <= MAX_DV;
 }
 
 } // namespace
@@ -395,43 +415,21 @@ int vw_cu_gdn_tc_takes(const vw_cu_gdn *a) {
 size_t vw_cu_gdn_tc_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t) {
     if (!shape_taken(dk, dv))
         return 0;
-    vw_gdn::kernel_smem all[K_COUNT];
-    smem_table(dk, all);
-    size_t n = 0;
-    for (int i = 0; i < K_COUNT; i++)
-        if (i != K_WIDE || wide_fits(dk, dv))
-            t[n++] = all[i];
-    return n;
+    t[0] = {(const void *)gdn_prep_tc_k, prep_bytes, "gdn_prep_tc_k"};
+    t[1] = {(const void *)gdn_out_tc_k, out_bytes((int)dk), "gdn_out_tc_k"};
+    return 2 + vw_cu_gdn_tc_state_smem_table(dk, t + 2);
 }
 
 vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
-    return VW_LAUNCH(err, gdn_prep_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), THREADS,
-                     prep_floats * sizeof(float), s, *a);
-}
-
-vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
-                             vw_err *err) {
-    vw_gdn::kernel_smem t[K_COUNT];
-    smem_table(a->dk, t);
-    const bool wide = wide_for(a, p);
-    const vw_gdn::kernel_smem &k = t[wide ? K_WIDE : K_NARROW]; // opted in at creation
-    vw_status st = VW_OK;
-    // grid y <= 65,535: a pass of more sequences runs as several launches (they
-    // are independent), so no batch falls back to other kernels
-    constexpr size_t max_y = 65535;
-    for (size_t s0 = 0; s0 < p->n_segs && st == VW_OK; s0 += max_y) {
-        vw_cu_gdn_pass part = *p;
-        part.segs = p->segs + s0;
-        part.n_segs = p->n_segs - s0 < max_y ? p->n_segs - s0 : max_y;
-        dim3 grid((unsigned)(a->dv / (wide ? WIDE : NARROW)), (unsigned)part.n_segs,
-                  (unsigned)a->Hv);
-        st = wide ? VW_LAUNCH(err, gdn_state_tc_k<WIDE>, grid, THREADS, k.bytes, s, *a, part)
-                  : VW_LAUNCH(err, gdn_state_tc_k<NARROW>, grid, THREADS, k.bytes, s, *a, part);
-    }
-    return st;
+    return VW_LAUNCH(err, gdn_prep_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), PREP_THREADS,
+                     prep_bytes, s, *a); // opted in at creation
 }
 
 vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err) {
-    return VW_LAUNCH(err, gdn_out_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), THREADS,
-                     out_floats * sizeof(float), s, *a);
+    return VW_LAUNCH(err, gdn_out_tc_k, dim3((unsigned)a->n_chunks, (unsigned)a->Hv), OUT_THREADS,
+                     out_bytes((int)a->dk), s, *a);
+}
+
+void vw_cu_gdn_tc_planes_to_f32(float *x, size_t n) {
+    vw_planes_to_f32(x, n);
 }

@@ -217,8 +217,9 @@ typedef struct vw_cu_gdn {
     const int32_t *chunks; /* n_chunks (first row, rows) pairs: every chunk of every
                               sequence of both passes (vw_cu_gdn_chunks) */
     size_t n_chunks;
-    float *ws;              /* scratch, vw_cu_gdn_ws_floats(rows, Hv, dk, dv) floats:
-                               W' [Hv][rows][dk], U' then V_new [Hv][rows][dv], c [Hv][rows] */
+    float *ws;              /* scratch, vw_cu_gdn_ws_floats(rows, Hv, dk, dv) floats
+                               (W', U' then V_new, q̂/k̂ planes, chunk states, c:
+                               delta_rule_common.cuh ws_split) */
     vw_cu_gdn_pass pass[2]; /* state passes, in this order: a pass may start from the
                                final states the previous one wrote (prefixes, then blocks) */
     vw_cuda_precision prec; /* FP32: the SIMT kernels; BF16, BF16X2: tensor cores where
@@ -229,26 +230,35 @@ typedef struct vw_cu_gdn {
  * pass, the output kernel over all chunks. FP32, or a shape the tensor-core
  * kernels do not take: gdn_prep_k, gdn_state_k, gdn_out_k (FP32 SIMT,
  * delta_rule.cu); otherwise gdn_prep_tc_k, gdn_state_tc_k, gdn_out_tc_k
- * (3xTF32 products, delta_rule_tc.cu: BF16 or BF16X2, dk and dv multiples of
- * 32 up to 256, 16-byte aligned operands). Every output row of the chunks is
- * written. */
+ * (BF16x3 products on operands split once into planes, delta_rule_tc.cu and
+ * delta_rule_tc_state.cu: BF16 or BF16X2, dk a multiple of 32 up to 128, dv
+ * a multiple of 32 up to 256, 16-byte aligned operands). Every output row of
+ * the chunks is written. */
 vw_status vw_cu_gdn_run(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-/* The first kernel only: fills the scratch's c, W' and U' (tests). */
+/* The first kernel only: fills the scratch's c, W' and U' (tests; W' is planes
+ * rows, planes.cuh, where the tensor-core kernels ran: vw_cu_gdn_tc_takes). */
 vw_status vw_cu_gdn_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-/* The tensor-core kernels (delta_rule_tc.cu), which vw_cu_gdn_run and
- * vw_cu_gdn_prep dispatch to. vw_cu_gdn_tc_takes: whether they take this call
- * — BF16 or BF16X2; dk and dv multiples of 32, at most 256; q, k, v, out, ws
- * 16-byte aligned and ldq, ldk, ldv, ldo multiples of 4 (nothing that depends
- * on the batch). Then _prep, _state (one pass, any number of sequences) and
- * _out launch its kernels; _smem_table lists them with their shared memory at
- * dk, dv (none for a shape they do not take). */
+/* The tensor-core kernels (delta_rule_tc.cu, delta_rule_tc_state.cu), which
+ * vw_cu_gdn_run and vw_cu_gdn_prep dispatch to. vw_cu_gdn_tc_takes: whether
+ * they take this call — BF16 or BF16X2; dk and dv multiples of 32, dk <= 128,
+ * dv <= 256; q, k, v, out, ws 16-byte aligned and ldq, ldk, ldv, ldo multiples
+ * of 4 (nothing that depends on the batch). Then _prep, _state (pass
+ * a->pass[pass], any number of sequences) and _out launch its kernels, in that
+ * order; _smem_table lists them with their shared memory at dk, dv (none for
+ * a shape they do not take). */
 int vw_cu_gdn_tc_takes(const vw_cu_gdn *a);
 vw_status vw_cu_gdn_tc_prep(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
-vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, const vw_cu_gdn_pass *p, cudaStream_t s,
-                             vw_err *err);
+vw_status vw_cu_gdn_tc_state(const vw_cu_gdn *a, int pass, cudaStream_t s, vw_err *err);
 vw_status vw_cu_gdn_tc_out(const vw_cu_gdn *a, cudaStream_t s, vw_err *err);
 size_t vw_cu_gdn_tc_smem_table(size_t dk, size_t dv, vw_cu_kernel_smem *t);
-/* Scratch floats for `rows` rows: rows * Hv * (1 + dk + dv). */
+size_t vw_cu_gdn_tc_state_smem_table(size_t dk, vw_cu_kernel_smem *t);
+/* Host: n values of planes rows (a copy of W' after the tensor-core prep) back
+ * to FP32 in place. */
+void vw_cu_gdn_tc_planes_to_f32(float *x, size_t n);
+/* Float offsets of the scratch's W', U' (then V_new) and c (tests read them). */
+void vw_cu_gdn_ws_at(size_t rows, size_t Hv, size_t dk, size_t dv, size_t *w, size_t *u, size_t *c);
+/* Scratch floats for `rows` rows: rows * Hv * (1 + 3 dk + dv) + (rows / 64 + 1)
+ * * Hv * dk * dv + rows (delta_rule_common.cuh ws_split). */
 size_t vw_cu_gdn_ws_floats(size_t rows, size_t Hv, size_t dk, size_t dv);
 /* The chunks (VW_GDN_CHUNK rows from each sequence's start) of segs[0..n_segs)
  * as (first row, rows) pairs. Returns the count (<= total rows); chunks has

@@ -550,12 +550,16 @@ extern "C" vw_status vw_cuda_op_gdn_prep(vw_cuda_precision prec, const vw_gdn_io
         st = gdn_upload(d, prec, io, segs, n_seq, &a, err);
     if (st == VW_OK)
         st = vw_cu_gdn_prep(&a, 0, err);
-    if (st == VW_OK) /* kernels.cuh: W', U', c */
-        st = get(w, a.ws, T * Hv * io->dk * 4, err);
+    size_t ow, ou, oc; /* kernels.cuh: W' (planes on tensor cores), U', c */
+    vw_cu_gdn_ws_at(T, Hv, io->dk, io->dv, &ow, &ou, &oc);
     if (st == VW_OK)
-        st = get(u, a.ws + T * Hv * io->dk, T * Hv * io->dv * 4, err);
+        st = get(w, a.ws + ow, T * Hv * io->dk * 4, err);
+    if (st == VW_OK && vw_cu_gdn_tc_takes(&a))
+        vw_cu_gdn_tc_planes_to_f32(w, T * Hv * io->dk);
     if (st == VW_OK)
-        st = get(c, a.ws + T * Hv * (io->dk + io->dv), T * Hv * 4, err);
+        st = get(u, a.ws + ou, T * Hv * io->dv * 4, err);
+    if (st == VW_OK)
+        st = get(c, a.ws + oc, T * Hv * 4, err);
     free(segs);
     return st;
 }

@@ -3,9 +3,10 @@
  * the token recurrence (core/model/delta_rule.h) and float64 references of its
  * intermediates, on seeded random inputs, in both kernel sets: fp32_* runs the
  * FP32 SIMT kernels (delta_rule.cu), tc_* the tensor-core ones (delta_rule_tc.cu,
- * 3xTF32) through the BF16X2 precision, which fall back to the SIMT kernels for
- * the dk 40 / dv 72 shapes. Both meet the same bars: 2e-5 + 2e-4|ref| vs the
- * CPU chunked form and 1e-4 + 1e-3|ref| vs the token recurrence
+ * delta_rule_tc_state.cu: BF16x3 on planes) through the BF16X2 precision, which
+ * fall back to the SIMT kernels for the dk 40 / dv 72 shapes. Both meet the
+ * same bars: 2e-5 + 2e-4|ref| vs the CPU chunked form and 1e-4 + 1e-3|ref| vs
+ * the token recurrence
  * (docs/spec/backbone.md §4.4: chunked and recurrent forms differ by ~1e-6
  * relative in FP32; these bounds leave room for chunk sums of 64 terms without
  * hiding an indexing error, which shows up at O(1)). Packing checks (several
@@ -426,11 +427,13 @@ BOTH_SETS(prefix_blocks)
 BOTH_SETS(prep_intermediates)
 
 /* A pass of many (sequence, head) pairs runs the tensor-core state pass in
- * 64-column slices, each sequence alone in 16-column ones (delta_rule_tc.cu
- * wide_for): the numbers must not change, bit for bit. */
+ * 32-column value slices, each sequence alone here in 16-column ones
+ * (delta_rule_tc_state.cu pick_mt: 8 heads x 3 slices < 32 blocks): the
+ * numbers must not change, bit for bit. dk 96 also takes the key-column
+ * split's odd n-tile (3 per warp). */
 Test(cuda_delta, tc_wide_slices, .init = need_gpu) {
     const size_t lens[17] = {1, 64, 65, 3, 130, 7, 64, 2, 1, 40, 70, 5, 1, 9, 66, 11, 33};
-    packed_run pr = packed_case(VW_CUDA_BF16X2, lens, 17, 4, 16, 64, 64, 700);
+    packed_run pr = packed_case(VW_CUDA_BF16X2, lens, 17, 4, 8, 96, 96, 700);
     packed_free(&pr);
 }
 
