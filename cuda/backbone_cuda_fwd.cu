@@ -168,9 +168,7 @@ vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw
                           m->d.Hk,
                           hd,
                           Q,
-                          K,
-                          {nullptr, nullptr}, /* no operand planes yet (planes.cuh) */
-                          {nullptr, nullptr}};
+                          K};
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_attn_prep_run(&ap, m->stream, err);

@@ -5,7 +5,6 @@
 // every output element is computed by one thread from its own row (plus, for
 // the conv, the K-1 rows before it), so batching never changes a value.
 #include "kernels.cuh"
-#include "planes.cuh"
 
 namespace {
 
@@ -136,16 +135,11 @@ __global__ void gdn_inputs_k(vw_cu_gdn_in a) {
             yr[u * a.dk + d] = conv_silu_at(a.x, a.ldx, a.w, a.K, sg, r, u * a.dk + d);
         __syncwarp();
         l2norm_warp(yr + u * a.dk, a.dk, a.eps, u < a.Hk ? a.qscale : 1.0f, lane);
-        for (size_t d = lane; a.qkv.hi && d < a.dk; d += 32) // the lane's own final values
-            vw_planes_put(a.qkv, r * C + u * a.dk + d, yr[u * a.dk + d]);
     } else if (u < 2 * a.Hk + vunits) {
         const size_t c0 = 2 * a.Hk * a.dk + (u - 2 * a.Hk) * V_UNIT;
         const size_t c1 = c0 + V_UNIT < C ? c0 + V_UNIT : C;
-        for (size_t c = c0 + lane; c < c1; c += 32) {
-            const float v = conv_silu_at(a.x, a.ldx, a.w, a.K, sg, r, c);
-            yr[c] = v;
-            vw_planes_put(a.qkv, r * C + c, v);
-        }
+        for (size_t c = c0 + lane; c < c1; c += 32)
+            yr[c] = conv_silu_at(a.x, a.ldx, a.w, a.K, sg, r, c);
     } else {
         for (size_t h = lane; h < a.Hv; h += 32)
             gates_at(a.ba, a.ldba, a.A, a.dt_bias, a.Hv, r, h, a.g, a.beta);

@@ -110,9 +110,7 @@ typedef struct vw_cu_gdn_in {
     size_t ldba;
     const float *A, *dt_bias;
     size_t Hv;
-    float *g, *beta;  /* [rows, Hv] */
-    vw_cu_planes qkv; /* when qkv.hi: y's final values (q̂, k̂, v) also as mixer operand
-                         planes (planes.cuh), dense [rows, C]; the executor passes none */
+    float *g, *beta; /* [rows, Hv] */
 } vw_cu_gdn_in;
 vw_status vw_cu_gdn_inputs(const vw_cu_gdn_in *a, cudaStream_t s, vw_err *err);
 
@@ -147,9 +145,7 @@ typedef struct vw_cu_attn_prep {
     const vw_cuda_seg *segs;
     const int32_t *row_seg;
     size_t rows, Hq, Hk, hd;
-    float *Q, *K;      /* [rows, Hq, hd], [rows, Hk, hd] */
-    vw_cu_planes q, k; /* when .hi: Q, K also as mixer operand planes (planes.cuh), same
-                          layout; the executor passes none */
+    float *Q, *K; /* [rows, Hq, hd], [rows, Hk, hd] */
 } vw_cu_attn_prep;
 
 vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *err);

@@ -7,7 +7,6 @@
 // Sums of squares accumulate in double, as the CPU does, in a fixed
 // lane/warp order, so a row's result never depends on the batch.
 #include "kernels.cuh"
-#include "planes.cuh"
 
 namespace {
 
@@ -97,9 +96,7 @@ __global__ void attn_prep_k(vw_cu_attn_prep a) {
     const bool is_q = hh < a.Hq;
     const float *src = a.proj + r * a.ldp + (is_q ? hh * 2 * hd : a.Hq * 2 * hd + (hh - a.Hq) * hd);
     const float *wn = is_q ? a.q_norm : a.k_norm;
-    const size_t off = is_q ? (r * a.Hq + hh) * hd : (r * a.Hk + (hh - a.Hq)) * hd;
-    float *dst = (is_q ? a.Q : a.K) + off;
-    const vw_cu_planes &pl = is_q ? a.q : a.k;
+    float *dst = is_q ? a.Q + (r * a.Hq + hh) * hd : a.K + (r * a.Hk + (hh - a.Hq)) * hd;
     double ss = 0.0;
     for (size_t d = lane; d < hd; d += 32)
         ss += (double)src[d] * src[d];
@@ -118,7 +115,6 @@ __global__ void attn_prep_k(vw_cu_attn_prep a) {
         else if (d < a.rot)
             out = buf[wl][d] * cs[d - half] + buf[wl][d - half] * sn[d - half];
         dst[d] = out;
-        vw_planes_put(pl, off + d, out);
     }
 }
 

@@ -252,8 +252,7 @@ extern "C" vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_
                                            const vw_cuda_seg *segs, size_t n_segs, size_t rows,
                                            size_t Hk, size_t dk, size_t vd, float eps, float qscale,
                                            const float *A, const float *dt_bias, size_t Hv,
-                                           float *y, float *g, float *beta, uint16_t *hi,
-                                           uint16_t *lo, vw_err *err) {
+                                           float *y, float *g, float *beta, vw_err *err) {
     dev_bufs d;
     const size_t C = 2 * Hk * dk + vd, W = C + 2 * Hv;
     vw_cu_gdn_in a = {};
@@ -280,8 +279,6 @@ extern "C" vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_
         st = d.put(&dg, nullptr, rows * Hv * 4, err);
     if (st == VW_OK)
         st = d.put(&db, nullptr, rows * Hv * 4, err);
-    if (st == VW_OK)
-        st = planes_put(d, &a.qkv, hi, lo, rows * C, err);
     a.x = dx, a.ldx = W, a.w = dw, a.K = K, a.segs = ds, a.row_seg = drs, a.rows = rows;
     a.Hk = Hk, a.dk = dk, a.vd = vd, a.eps = eps, a.qscale = qscale, a.y = dy;
     a.ba = dx + C, a.ldba = W, a.A = dA, a.dt_bias = ddt, a.Hv = Hv, a.g = dg, a.beta = db;
@@ -293,8 +290,6 @@ extern "C" vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_
         st = get(g, dg, rows * Hv * 4, err);
     if (st == VW_OK)
         st = get(beta, db, rows * Hv * 4, err);
-    if (st == VW_OK)
-        st = planes_get(a.qkv, hi, lo, rows * C, err);
     free(rs);
     return st;
 }
@@ -329,8 +324,7 @@ extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, co
                                           float eps, double theta, size_t rot,
                                           const vw_cuda_seg *segs, size_t n_segs, size_t rows,
                                           size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
-                                          uint16_t *qhi, uint16_t *qlo, uint16_t *khi,
-                                          uint16_t *klo, vw_err *err) {
+                                          vw_err *err) {
     dev_bufs d;
     const size_t ldp = Hq * 2 * hd + Hk * hd, half = rot / 2;
     size_t npos = 1;
@@ -365,19 +359,11 @@ extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, co
     if (st == VW_OK)
         st = d.put(&a.K, nullptr, rows * Hk * hd * 4, err);
     if (st == VW_OK)
-        st = planes_put(d, &a.q, qhi, qlo, rows * Hq * hd, err);
-    if (st == VW_OK)
-        st = planes_put(d, &a.k, khi, klo, rows * Hk * hd, err);
-    if (st == VW_OK)
         st = vw_cu_attn_prep_run(&a, 0, err);
     if (st == VW_OK)
         st = get(Q, a.Q, rows * Hq * hd * 4, err);
     if (st == VW_OK)
         st = get(Kout, a.K, rows * Hk * hd * 4, err);
-    if (st == VW_OK)
-        st = planes_get(a.q, qhi, qlo, rows * Hq * hd, err);
-    if (st == VW_OK)
-        st = planes_get(a.k, khi, klo, rows * Hk * hd, err);
     free(cs), free(sn), free(rs);
     return st;
 }

@@ -89,13 +89,11 @@ vw_status vw_cuda_op_swiglu(float *gu, size_t rows, size_t F, uint16_t *hi, uint
  * heads, v) then b and a; y [rows, C] = causal conv (taps w [C, K]) + SiLU
  * with the packed sequences' histories as vw_cuda_op_conv_silu, then the q
  * and k heads L2-normed as vw_cuda_op_l2norm_qk; g, beta [rows, Hv] as
- * vw_cuda_op_gates. hi, lo (both or neither): y as mixer operand planes
- * (cuda/planes.cuh), BF16 bit patterns [rows, C]. */
+ * vw_cuda_op_gates. */
 vw_status vw_cuda_op_gdn_inputs(const float *x, const float *w, size_t K, const vw_cuda_seg *segs,
                                 size_t n_segs, size_t rows, size_t Hk, size_t dk, size_t vd,
                                 float eps, float qscale, const float *A, const float *dt_bias,
-                                size_t Hv, float *y, float *g, float *beta, uint16_t *hi,
-                                uint16_t *lo, vw_err *err);
+                                size_t Hv, float *y, float *g, float *beta, vw_err *err);
 
 /* Causal depthwise conv (kernel K) + SiLU over C channels of x [rows, C] for the
  * packed sequences segs (history of a block = its parent's last K-1 rows,
@@ -108,12 +106,10 @@ vw_status vw_cuda_op_conv_silu(const float *x, const float *w, size_t C, size_t 
  * per q head [query | gate] then the k heads; q/k heads are RMS-normed with
  * qn/kn (1 + weight, [hd]) and rotated on the first `rot` dims at position
  * seg.pos0 + (row - seg.start) (theta, tables as vw_rope_tables). Q: [rows,
- * Hq, hd], Kout: [rows, Hk, hd]. qhi, qlo, khi, klo (all or none): Q and K as
- * mixer operand planes (cuda/planes.cuh), BF16 bit patterns, same layouts. */
+ * Hq, hd], Kout: [rows, Hk, hd]. */
 vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *kn, float eps,
                                double theta, size_t rot, const vw_cuda_seg *segs, size_t n_segs,
                                size_t rows, size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
-                               uint16_t *qhi, uint16_t *qlo, uint16_t *khi, uint16_t *klo,
                                vw_err *err);
 
 /* Gated causal GQA attention (docs/spec/backbone.md §3.4 steps 5-6): query row r of sequence s

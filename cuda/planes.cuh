@@ -131,13 +131,6 @@ __device__ __forceinline__ void vw_pl_c_to_a(vw_pl_a4 &f, const float c0[4], con
     vw_pl_split2(c1[2], c1[3], f.hi[3], f.lo[3]);
 }
 
-/* Element i of p from the operand's final value v (no-op when p.hi is NULL):
- * the producers' separate BF16 planes (h/gpu; removed after this merge). */
-#include "kernels.cuh"
-__device__ __forceinline__ void vw_planes_put(const vw_cu_planes &p, size_t i, float v) {
-    if (p.hi)
-        vw_put_planes(p.hi, p.lo, i, v);
-}
 #endif
 
 /* Host: planes rows back to FP32 in place (n values, a multiple of 8): hi + lo,
