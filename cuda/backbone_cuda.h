@@ -81,6 +81,10 @@ typedef struct vw_cuda_opts {
     int host_heads;              /* 0 (default): the executor offers the heads op when the
                                     package has the heads (heads_cuda.h); 1: it does not, and
                                     the host runs them on the rows (the CPU heads' path) */
+    int attn_split_tiles;        /* attention on tensor cores, split-KV: 0 (default) the
+                                    executor's rule (vw_cu_attn_split_tiles: parts of <= 10
+                                    64-key tiles in calls of <= 8,192 rows); > 0 parts of at most
+                                    that many tiles in every call; < 0 never split (docs/cuda.md) */
 } vw_cuda_opts;
 
 /* Kernel classes of the forward, for vw_backbone_cuda_profile. */
