@@ -56,26 +56,40 @@ static_assert(TQ == 16 && BK == 64, "one m16 tile of query rows per warp, 64-key
 constexpr int SPLIT_TILES = 10;
 constexpr size_t SPLIT_MAX_ROWS = 8192;
 
-// The shapes of one head width: dims per K/V panel, panels per tile, Q Kᵀ
-// k-steps and P V n-tiles per panel, 16-byte chunks per Q row and panel row,
-// bytes of one head's Q plane and of one panel plane.
+// The shapes of one head width. A 64-key tile is consumed in steps of SK keys
+// (S, online softmax, P V): SK = 64, but 32 at hd 256, where O's 128
+// registers leave no room for P of 64 keys in hi and lo and the MMAs' fresh
+// accumulators. K and V stream through a ring of NST stages of 8 KiB: per
+// step NPK panels of K (SK keys x PDK dims) then NPV panels of V (SK x PDV:
+// 32 dims, 4 P V accumulation chains in flight, which is what fits beside O at
+// hd 256), PPS in all, a multiple of NST so that a panel's stage is known at
+// compile time. KS: Q Kᵀ k-steps per K panel; NTS: S n-tiles (8 keys) per
+// step; KK: P V k-steps (16 keys) per step; NTV: P V n-tiles (8 dims) per V
+// panel; QC, PCK, PCV: 16-byte chunks per row of Q, a K panel, a V panel.
 template <int HD> struct tc_cfg {
-    static constexpr int PD = HD < 64 ? HD : 64;
-    static constexpr int NPAN = HD / PD;
-    static constexpr int KS = PD / 16;
-    static constexpr int NTV = PD / 8;
-    static constexpr int QC = HD / 8;
-    static constexpr int PC = PD / 8;
-    static constexpr int QPLANE = TQ * HD * 2;
-    static constexpr int PPLANE = BK * PD * 2;
-    static constexpr int STAGE = 2 * PPLANE;
+    static constexpr int SK = HD >= 256 ? 32 : 64;
+    static constexpr int PDK = 8192 / (SK * 4) < HD ? 8192 / (SK * 4) : HD, PDV = 32;
+    static constexpr int NPK = HD / PDK, NPV = HD / PDV, PPS = NPK + NPV;
+    static constexpr int NST = PPS % 4 == 0 ? 4 : 2;
+    static constexpr int KS = PDK / 16, NTS = SK / 8, KK = SK / 16, NTV = PDV / 8;
+    static constexpr int QC = HD / 8, PCK = PDK / 8, PCV = PDV / 8;
+    static constexpr int QPLANE = TQ * HD * 2, PPLANEK = SK * PDK * 2, PPLANEV = SK * PDV * 2;
+    static constexpr int STAGE = 8192;
+    static_assert(2 * PPLANEK <= STAGE && 2 * PPLANEV <= STAGE, "a panel fits its stage");
     static_assert(QC == 4 || QC % 8 == 0, "swizzle");
-    static_assert(PC == 4 || PC == 8, "swizzle");
+    static_assert((PCK == 4 || PCK % 8 == 0) && PCV == 4, "swizzle");
+    static_assert(PPS % NST == 0, "stage of a panel");
 };
 
+template <int HD> constexpr size_t tc_stage_bytes() {
+    return (size_t)tc_cfg<HD>::NST * tc_cfg<HD>::STAGE;
+}
 size_t tc_smem_bytes(size_t hd, size_t heads) {
-    const size_t pd = hd < 64 ? hd : 64;
-    return heads * 2 * TQ * hd * 2 + 2 * 2 * BK * pd * 2;
+    const size_t stages = hd == 32    ? tc_stage_bytes<32>()
+                          : hd == 64  ? tc_stage_bytes<64>()
+                          : hd == 128 ? tc_stage_bytes<128>()
+                                      : tc_stage_bytes<256>();
+    return heads * 2 * TQ * hd * 2 + stages;
 }
 
 // Blocks per (item, KV head): ceil(G / 4); heads per block: ceil(G / groups).
@@ -92,90 +106,118 @@ template <int C> __device__ __forceinline__ int swz(int r, int c) {
     const int p = C >= 8 ? (c & ~7) | ((c ^ r) & 7) : (c ^ (r >> 1)) & 3;
     return (r * C + p) * 16;
 }
-
-// Where a tile of an item lies: its range (own rows or the parent's), first
-// key within the range, the range's keys anyone of the item sees, the range's
-// first packed row.
-struct tile_at {
-    bool own;
-    int kt, len, base;
-};
-__device__ __forceinline__ tile_at tile_of(const vw_cuda_seg &sg, int npt, int own_len, int t) {
-    const bool own = t >= npt;
-    return {own, (own ? t - npt : t) * BK, own ? own_len : sg.parent_len,
-            own ? sg.start : sg.parent_start};
+// The fragment loads' form of it: with lane_off = swz<C>(r, c) for r < 8 (16)
+// and c below cx's lowest set bit, swz<C>(r + R, c + cx) = (lane_off ^ ((cx &
+// 7) << 4)) + (cx & ~7) * 16 + R * C * 16 for R a multiple of 8 (cx < 4 when C
+// == 4): one lane-dependent offset per kind of fragment, the rest constants.
+template <int C> __device__ __forceinline__ int swz_at(int lane_off, int cx, int R) {
+    const int lo = C >= 8 ? cx & 7 : cx, hi = C >= 8 ? cx & ~7 : 0;
+    return (lane_off ^ (lo << 4)) + hi * 16 + R * C * 16;
 }
 
-// cp.async of panel pi (dims pi*PD ..) of tile ta's K (V = false) or V planes
-// into stage st: 64 keys x PD dims, hi and lo; keys past the range's end are
-// zero-filled (their scores are masked, their P is 0).
-template <int HD>
-__device__ __forceinline__ void load_panel(const vw_cu_attn &a, size_t g, const tile_at &ta, bool V,
+// One softmax step of an item: its range (own rows or the parent's), first key
+// within the range, the range's keys anyone of the item sees, the range's first
+// packed row.
+struct step_at {
+    bool own;
+    int k0, len, base;
+};
+
+// What the key loop needs of the item and part, kept in shared memory and
+// read (volatile) where used: block-uniform values, which would otherwise sit
+// in registers through the loop, where O and P leave none to spare at hd 256.
+struct item_info {
+    int start, parent_start, parent_len, npt, own_len, i0, nrows, t1, part, parts;
+};
+
+// The first step of tile t of the item's tiles (parent range first). A tile's
+// next step is k0 + SK while that stays in the tile and below the range's end.
+__device__ __forceinline__ step_at tile_of(const volatile item_info &in, int t) {
+    const int npt = in.npt;
+    const bool own = t >= npt;
+    return {own, (own ? t - npt : t) * BK, own ? in.own_len : in.parent_len,
+            own ? in.start : in.parent_start};
+}
+
+// cp.async of panel pi of a step's K planes (dims pi*PDK ..) or V planes
+// (dims pi*PDV ..) into stage st: SK keys x the panel's dims, hi and lo, 16
+// bytes per copy; keys past the range's end are zero-filled (their scores are
+// masked, their P is 0). Thread x copies chunk x % PC of keys x / PC + k *
+// (THREADS / PC), both planes.
+template <int HD, bool V>
+__device__ __forceinline__ void load_panel(const vw_cu_attn &a, unsigned g, const step_at &sa,
                                            int pi, unsigned char *st) {
     using C = tc_cfg<HD>;
+    constexpr int W = V ? C::PDV : C::PDK, PC = W / 8, PLANE = C::SK * W * 2;
+    constexpr int RSTEP = THREADS / PC, NR = C::SK / RSTEP; // key rows apart, rows per thread
+    static_assert(NR >= 1 && C::SK % RSTEP == 0, "whole rows per thread");
     const uint16_t *planes =
         V ? reinterpret_cast<const uint16_t *>(a.Vb) : reinterpret_cast<const uint16_t *>(a.Kh);
+    const int c = threadIdx.x % PC, j0 = threadIdx.x / PC;
+    const unsigned rstride = (unsigned)a.Hk * 2 * HD; // elements per packed row
+    planes += g * 2 * HD + pi * W + c * 8;
 #pragma unroll
-    for (int i = 0; i < 2 * BK * C::PC / THREADS; i++) {
-        const int idx = threadIdx.x + i * THREADS, c = idx % C::PC, j = idx / C::PC % BK,
-                  pl = idx / (C::PC * BK);
-        const bool ok = ta.kt + j < ta.len;
-        const size_t row = (size_t)ta.base + ta.kt + (ok ? j : 0);
-        const uint16_t *src = planes + ((row * a.Hk + g) * 2 + pl) * HD + pi * C::PD + c * 8;
-        vw_cp_async_cg(st + pl * C::PPLANE + swz<C::PC>(j, c), src, ok ? 16 : 0);
+    for (int k = 0; k < NR; k++) {
+        const int j = j0 + k * RSTEP;
+        const bool ok = sa.k0 + j < sa.len;
+        const uint16_t *src = planes + (size_t)(unsigned)(sa.base + sa.k0 + (ok ? j : 0)) * rstride;
+#pragma unroll
+        for (int pl = 0; pl < 2; pl++)
+            vw_cp_async_cg(st + pl * PLANE + swz<PC>(j, c), src + pl * HD, ok ? 16 : 0);
     }
 }
 
-// S (16 x 64, C fragments: s[nt][i] = row g + 8(i >> 1), key 8 nt + 2t +
-// (i & 1)) plus this panel's part of Q Kᵀ: FP16x3, the small products first,
-// 12 MMAs per 8 keys in a fresh accumulator, added to S in FP32.
+// S (16 x SK, C fragments: s[nt][i] = row g + 8(i >> 1), key 8 nt + 2t +
+// (i & 1)) plus K panel PI's part of Q Kᵀ: FP16x3, the small products first.
+// Q's A fragment (x4): lane l reads row l % 16 at chunk 2 ks + l / 16; Kᵀ's B
+// fragments (x4): key 8 nt + l % 8 at chunk 2 ks + (l / 8) % 2, hi for lanes
+// below 16, lo above.
 template <int HD, int PI>
-__device__ __forceinline__ void s_panel(float s[8][4], const unsigned char *Qw,
+__device__ __forceinline__ void s_panel(float s[tc_cfg<HD>::NTS][4], const unsigned char *Qw,
                                         const unsigned char *st) {
     using C = tc_cfg<HD>;
     const int lane = threadIdx.x & 31;
-    uint32_t qa[C::KS][2][4];
+    const int qoff = swz<C::QC>(lane & 15, lane >> 4);
+    const int koff = swz<C::PCK>(lane & 7, (lane >> 3) & 1);
+    const unsigned char *kp = st + (lane >> 4) * C::PPLANEK;
 #pragma unroll
-    for (int ks = 0; ks < C::KS; ks++)
+    for (int ks = 0; ks < C::KS; ks++) {
+        uint32_t qa[2][4];
 #pragma unroll
         for (int pl = 0; pl < 2; pl++)
-            vw_ldsm<4>(qa[ks][pl], Qw + pl * C::QPLANE +
-                                       swz<C::QC>(lane & 15, PI * C::PC + 2 * ks + (lane >> 4)));
-    const unsigned char *kp = st + (lane >> 4) * C::PPLANE; // lanes 0-15 hi, 16-31 lo
+            vw_ldsm<4>(qa[pl], Qw + pl * C::QPLANE + swz_at<C::QC>(qoff, PI * C::PCK + 2 * ks, 0));
 #pragma unroll
-    for (int nt = 0; nt < 8; nt++) {
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int ks = 0; ks < C::KS; ks++) {
+        for (int nt = 0; nt < C::NTS; nt++) {
             uint32_t kb[4]; // B = Kᵀ: hi b[0..1], lo b[2..3]
-            vw_ldsm<4>(kb, kp + swz<C::PC>(8 * nt + (lane & 7), 2 * ks + ((lane >> 3) & 1)));
-            vw_mma<VW_MMA_F16>(acc, qa[ks][1], kb);
-            vw_mma<VW_MMA_F16>(acc, qa[ks][0], kb + 2);
-            vw_mma<VW_MMA_F16>(acc, qa[ks][0], kb);
+            vw_ldsm<4>(kb, kp + swz_at<C::PCK>(koff, 2 * ks, 8 * nt));
+            if (PI == 0 && ks == 0)
+                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+            vw_mma<VW_MMA_F16>(s[nt], qa[1], kb);
+            vw_mma<VW_MMA_F16>(s[nt], qa[0], kb + 2);
+            vw_mma<VW_MMA_F16>(s[nt], qa[0], kb);
         }
-#pragma unroll
-        for (int i = 0; i < 4; i++)
-            s[nt][i] = PI == 0 ? acc[i] : s[nt][i] + acc[i];
     }
 }
 
-// O (16 x HD, C fragments o[nt][i]) for this panel's dims: o = fma(o, alpha,
-// P V) with P V over the tile's 64 keys, BF16x3, 12 MMAs per 8 dims in a fresh
-// accumulator. ph/pl: P's A fragments per 16 keys.
+// O (16 x HD, C fragments o[nt][i]) for V panel PI's dims: o = fma(o, alpha,
+// P V) with P V over the step's keys, BF16x3, 3 KK MMAs per 8 dims in a fresh
+// accumulator. ph/pl: P's A fragments per 16 keys. V's B fragments (x4
+// .trans): key 16 kk + l % 16 at chunk nt, hi for lanes below 16, lo above.
 template <int HD, int PI>
-__device__ __forceinline__ void pv_panel(float o[HD / 8][4], const uint32_t ph[4][4],
-                                         const uint32_t pl[4][4], const float alpha[2],
+__device__ __forceinline__ void pv_panel(float o[HD / 8][4], const uint32_t ph[][4],
+                                         const uint32_t pl[][4], const float alpha[2],
                                          const unsigned char *st) {
     using C = tc_cfg<HD>;
     const int lane = threadIdx.x & 31;
-    const unsigned char *vp = st + (lane >> 4) * C::PPLANE; // lanes 0-15 hi, 16-31 lo
+    const int voff = swz<C::PCV>(lane & 15, 0);
+    const unsigned char *vp = st + (lane >> 4) * C::PPLANEV;
 #pragma unroll
     for (int nt = 0; nt < C::NTV; nt++) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
+        for (int kk = 0; kk < C::KK; kk++) {
             uint32_t vb[4]; // B = V (keys x dims, k-major): hi b[0..1], lo b[2..3]
-            vw_ldsm<4, true>(vb, vp + swz<C::PC>(16 * kk + (lane & 15), nt));
+            vw_ldsm<4, true>(vb, vp + swz_at<C::PCV>(voff, nt, 16 * kk));
             vw_mma<VW_MMA_BF16>(acc, pl[kk], vb);
             vw_mma<VW_MMA_BF16>(acc, ph[kk], vb + 2);
             vw_mma<VW_MMA_BF16>(acc, ph[kk], vb);
@@ -186,6 +228,18 @@ __device__ __forceinline__ void pv_panel(float o[HD / 8][4], const uint32_t ph[4
     }
 }
 
+// 2^x: ex2.approx.ftz on the GPU (one MUFU.EX2; relative error ~2^-22, results
+// below 2^-126 flushed to 0), exp2f on the emulator.
+__device__ __forceinline__ float ex2(float x) {
+#ifdef VW_CUDA_EMU
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
 // The running softmax of this lane's two rows (g and g + 8 of the warp's 16).
 // m: the row max in units of c = hd^-1/2 log2(e) (raw score max times c), l:
 // this lane's part of the row sum relative to m.
@@ -193,24 +247,26 @@ struct soft_state {
     float m[2], l[2];
 };
 
-// Mask (edge tiles only), online softmax update, P into BF16 hi/lo A
+// Mask (edge steps only), online softmax update, P into BF16 hi/lo A
 // fragments (k-step kk = keys 16 kk ..: n-tiles 2 kk and 2 kk + 1 of S), alpha.
-__device__ __forceinline__ void softmax_tile(float s[8][4], soft_state &ss, const tile_at &ta,
-                                             bool edge, int i0, float c, float alpha[2],
-                                             uint32_t ph[4][4], uint32_t pl[4][4]) {
+template <int HD>
+__device__ __forceinline__ void softmax_step(float s[tc_cfg<HD>::NTS][4], soft_state &ss,
+                                             const step_at &sa, bool edge, int i0, float c,
+                                             float alpha[2], uint32_t ph[][4], uint32_t pl[][4]) {
+    using C = tc_cfg<HD>;
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int qrow = i0 + g + 8 * h; // the query row's index in its sequence
         float mt = -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++)
+        for (int nt = 0; nt < C::NTS; nt++)
 #pragma unroll
             for (int j = 0; j < 2; j++) {
                 float v = s[nt][2 * h + j];
                 if (edge) {
-                    const int key = ta.kt + 8 * nt + 2 * t + j;
-                    if (key >= ta.len || (ta.own && key > qrow))
+                    const int key = sa.k0 + 8 * nt + 2 * t + j;
+                    if (key >= sa.len || (sa.own && key > qrow))
                         v = -INFINITY;
                     s[nt][2 * h + j] = v;
                 }
@@ -220,13 +276,13 @@ __device__ __forceinline__ void softmax_tile(float s[8][4], soft_state &ss, cons
         mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
         const float mn = fmaxf(ss.m[h], mt * c);
         const float mref = mn == -INFINITY ? 0.0f : mn; // no key seen yet: P = 0
-        alpha[h] = exp2f(ss.m[h] - mref); // 1 when the tile has no visible key for the row
+        alpha[h] = ex2(ss.m[h] - mref); // 1 when the step has no visible key for the row
         float psum = 0.0f;
 #pragma unroll
-        for (int nt = 0; nt < 8; nt++)
+        for (int nt = 0; nt < C::NTS; nt++)
 #pragma unroll
             for (int j = 0; j < 2; j++) {
-                const float p = exp2f(fmaf(s[nt][2 * h + j], c, -mref)); // 0 for a masked key
+                const float p = ex2(fmaf(s[nt][2 * h + j], c, -mref)); // 0 for a masked key
                 s[nt][2 * h + j] = p;
                 psum += p;
             }
@@ -234,7 +290,7 @@ __device__ __forceinline__ void softmax_tile(float s[8][4], soft_state &ss, cons
         ss.m[h] = mn;
     }
 #pragma unroll
-    for (int kk = 0; kk < 4; kk++) {
+    for (int kk = 0; kk < C::KK; kk++) {
         vw_split2_bf16(s[2 * kk][0], s[2 * kk][1], ph[kk][0], pl[kk][0]);         // row g, k 2t
         vw_split2_bf16(s[2 * kk][2], s[2 * kk][3], ph[kk][1], pl[kk][1]);         // row g + 8
         vw_split2_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1], ph[kk][2], pl[kk][2]); // k 2t + 8
@@ -242,76 +298,124 @@ __device__ __forceinline__ void softmax_tile(float s[8][4], soft_state &ss, cons
     }
 }
 
-template <int HD, int PI>
-__device__ __forceinline__ void k_panels(float s[8][4], const vw_cu_attn &a, size_t g,
-                                         const tile_at &ta, bool active, const unsigned char *Qw,
-                                         unsigned char *stg) {
+// The step after sa (of tile t): this tile's next, or the next tile's first
+// (then t advances). false when the part has none.
+template <int HD>
+__device__ __forceinline__ bool next_step(const volatile item_info &in, step_at &sa, int &t) {
+    constexpr int SK = tc_cfg<HD>::SK;
+    sa.k0 += SK;
+    if (sa.k0 % BK != 0 && sa.k0 < sa.len)
+        return true;
+    if (++t >= in.t1)
+        return false;
+    sa = tile_of(in, t);
+    return true;
+}
+
+// Starts the copy of panel U of the step sequence counted from the current
+// step sa (U >= PPS: panel U - PPS of the next step, if any) into its stage.
+template <int HD, int U>
+__device__ __forceinline__ void issue(const vw_cu_attn &a, unsigned g, const step_at &sa,
+                                      const volatile item_info &in, int t, unsigned char *stg) {
     using C = tc_cfg<HD>;
-    if constexpr (PI < C::NPAN) {
-        vw_cp_async_wait<0>(); // this thread's copies of panel PI (and of Q) landed
-        __syncthreads();       // everyone's; and everyone is done with the other stage
-        load_panel<HD>(a, g, ta, PI + 1 == C::NPAN, (PI + 1) % C::NPAN,
-                       stg + ((PI + 1) & 1) * C::STAGE);
+    constexpr int P = U % C::PPS;
+    unsigned char *st = stg + U % C::NST * C::STAGE;
+    step_at at = sa;
+    if (U >= C::PPS && !next_step<HD>(in, at, t))
+        return;
+    if (P < C::NPK)
+        load_panel<HD, false>(a, g, at, P, st);
+    else
+        load_panel<HD, true>(a, g, at, P - C::NPK, st);
+}
+
+// Panel Q of a step: wait until it has landed (for every thread: the barrier,
+// which also frees the stage of panel Q - 1), start the copy of panel Q + NST
+// - 1, then K panel Q's part of S (the last one followed by the softmax) or V
+// panel Q - NPK's part of O.
+template <int HD, int Q>
+__device__ __forceinline__ void
+panels(float s[tc_cfg<HD>::NTS][4], float o[HD / 8][4], soft_state &ss, const vw_cu_attn &a,
+       unsigned g, const step_at &sa, bool edge, float c, const volatile item_info &in, int t,
+       bool active, const unsigned char *Qw, unsigned char *stg, uint32_t ph[][4], uint32_t pl[][4],
+       float alpha[2]) {
+    using C = tc_cfg<HD>;
+    if constexpr (Q < C::PPS) {
+        unsigned char *st = stg + Q % C::NST * C::STAGE;
+        vw_cp_async_wait<C::NST - 2>();
+        __syncthreads();
+        issue<HD, Q + C::NST - 1>(a, g, sa, in, t, stg);
         vw_cp_async_commit();
-        if (active)
-            s_panel<HD, PI>(s, Qw, stg + (PI & 1) * C::STAGE);
-        k_panels<HD, PI + 1>(s, a, g, ta, active, Qw, stg);
+        if (active) {
+            if constexpr (Q < C::NPK) {
+                s_panel<HD, Q>(s, Qw, st);
+                if (Q + 1 == C::NPK)
+                    softmax_step<HD>(s, ss, sa, edge, in.i0, c, alpha, ph, pl);
+            } else {
+                pv_panel<HD, Q - C::NPK>(o, ph, pl, alpha, st);
+            }
+        }
+        panels<HD, Q + 1>(s, o, ss, a, g, sa, edge, c, in, t, active, Qw, stg, ph, pl, alpha);
     }
 }
 
-template <int HD, int PI>
-__device__ __forceinline__ void
-v_panels(float o[HD / 8][4], const uint32_t ph[4][4], const uint32_t pl[4][4], const float alpha[2],
-         const vw_cu_attn &a, size_t g, const tile_at &ta, const tile_at &next, bool has_next,
-         bool active, unsigned char *stg) {
-    using C = tc_cfg<HD>;
-    if constexpr (PI < C::NPAN) {
-        constexpr int S = (C::NPAN + PI) & 1; // stage of this panel (a tile has 2 NPAN panels)
-        vw_cp_async_wait<0>();
-        __syncthreads();
-        if (PI + 1 < C::NPAN)
-            load_panel<HD>(a, g, ta, true, PI + 1, stg + (S ^ 1) * C::STAGE);
-        else if (has_next)
-            load_panel<HD>(a, g, next, false, 0, stg + (S ^ 1) * C::STAGE);
+// The copies before the first step: its panels 0 .. NST - 2, a group each.
+template <int HD, int U>
+__device__ __forceinline__ void prologue(const vw_cu_attn &a, unsigned g, const step_at &sa,
+                                         const volatile item_info &in, int t, bool any,
+                                         unsigned char *stg) {
+    if constexpr (U < tc_cfg<HD>::NST - 1) {
+        if (any)
+            issue<HD, U>(a, g, sa, in, t, stg);
         vw_cp_async_commit();
-        if (active)
-            pv_panel<HD, PI>(o, ph, pl, alpha, stg + S * C::STAGE);
-        v_panels<HD, PI + 1>(o, ph, pl, alpha, a, g, ta, next, has_next, active, stg);
+        prologue<HD, U + 1>(a, g, sa, in, t, any, stg);
     }
 }
 
 template <int HD>
 __global__ void __launch_bounds__(THREADS)
-    attention_tc_k(vw_cu_attn a, int groups, int heads, float c) {
+    attention_tc_k(vw_cu_attn a, unsigned G, int heads, float c) {
     using C = tc_cfg<HD>;
     VW_DYN_SMEM(uint4, smv);
+    __shared__ item_info info;
+    const volatile item_info &in = info;
     unsigned char *sm = reinterpret_cast<unsigned char *>(smv);
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid & 31;
-    const size_t G = a.Hq / a.Hk, per_item = a.Hk * (size_t)groups;
-    const size_t e = blockIdx.x / per_item, sub = blockIdx.x % per_item;
-    const size_t g = sub / groups, h0 = (sub % groups) * (size_t)heads; // KV head, first head
-    const int32_t *it = a.items + VW_ATT_ENTRY * e;
-    const vw_cuda_seg sg = a.segs[it[0]];
-    const int i0 = it[1], part = it[2], parts = it[3];
-    const int nrows = sg.len - i0 < TQ ? sg.len - i0 : TQ, own_len = i0 + nrows;
-    const int npt = (sg.parent_len + BK - 1) / BK, T = npt + (own_len + BK - 1) / BK;
-    const int per = T / parts, ex = T % parts;
-    const int t0 = part * per + (part < ex ? part : ex), t1 = t0 + per + (part < ex);
-    const int nh = (int)(G - h0 < (size_t)heads ? G - h0 : (size_t)heads); // heads of this block
+    const int tid = threadIdx.x, warp = tid / 32;
+    // Grid (parts, KV heads, groups of query heads): the part, KV head g and
+    // the block's first query head h0 straight from the block index.
+    const unsigned e = blockIdx.x, g = blockIdx.y; // G: query heads per KV head
+    const unsigned h0 = blockIdx.z * heads;
+    const int nh = G - h0 < (unsigned)heads ? (int)(G - h0) : heads; // heads of this block
     unsigned char *Qs = sm, *stg = sm + heads * 2 * C::QPLANE;
+    int t0;
+    {
+        const int32_t *it = a.items + VW_ATT_ENTRY * (size_t)e;
+        const vw_cuda_seg sg = a.segs[it[0]];
+        const int i0 = it[1], part = it[2], parts = it[3];
+        const int nrows = sg.len - i0 < TQ ? sg.len - i0 : TQ, own_len = i0 + nrows;
+        const int npt = (sg.parent_len + BK - 1) / BK, T = npt + (own_len + BK - 1) / BK;
+        const int per = T / parts, ex = T % parts;
+        t0 = part * per + (part < ex ? part : ex);
+        if (tid == 0)
+            info = {sg.start, sg.parent_start, sg.parent_len,          npt,  own_len,
+                    i0,       nrows,           t0 + per + (part < ex), part, parts};
 
-    // Q planes of the block's heads, once for the item (rows past the end: zeros).
-    for (int idx = tid; idx < nh * 2 * TQ * C::QC; idx += THREADS) {
-        const int ch = idx % C::QC, r = idx / C::QC % TQ, pl = idx / (C::QC * TQ) % 2,
-                  w = idx / (C::QC * TQ * 2);
-        const size_t row = (size_t)sg.start + i0 + (r < nrows ? r : 0);
-        const __half *src = a.Qh + ((row * a.Hq + g * G + h0 + w) * 2 + pl) * HD + ch * 8;
-        vw_cp_async_cg(Qs + (w * 2 + pl) * C::QPLANE + swz<C::QC>(r, ch), src, r < nrows ? 16 : 0);
+        // Q planes of the block's heads, once for the item (rows past the end: zeros).
+        const unsigned qstride = (unsigned)a.Hq * 2 * HD; // elements per packed row
+        for (int idx = tid; idx < nh * 2 * TQ * C::QC; idx += THREADS) {
+            const int ch = idx % C::QC, r = idx / C::QC % TQ, pl = idx / (C::QC * TQ) % 2,
+                      w = idx / (C::QC * TQ * 2);
+            const unsigned row = (unsigned)(sg.start + i0 + (r < nrows ? r : 0));
+            const __half *src =
+                a.Qh + (size_t)row * qstride + ((g * G + h0 + w) * 2 + pl) * HD + ch * 8;
+            vw_cp_async_cg(Qs + (w * 2 + pl) * C::QPLANE + swz<C::QC>(r, ch), src,
+                           r < nrows ? 16 : 0);
+        }
+        vw_cp_async_commit();
     }
-    vw_cp_async_commit();
-    if (t0 < t1)
-        load_panel<HD>(a, g, tile_of(sg, npt, own_len, t0), false, 0, stg);
-    vw_cp_async_commit();
+    __syncthreads(); // info
+    step_at sa = tile_of(in, t0);
+    prologue<HD, 0>(a, g, sa, in, t0, t0 < in.t1, stg);
 
     const bool active = warp < nh; // warp-uniform
     const unsigned char *Qw = Qs + warp * 2 * C::QPLANE;
@@ -322,60 +426,61 @@ __global__ void __launch_bounds__(THREADS)
         for (int i = 0; i < 4; i++)
             o[nt][i] = 0.0f;
     soft_state ss = {{-INFINITY, -INFINITY}, {0.0f, 0.0f}};
+    // The steps of tiles t0, t0 + 1, ... in order (sa: the current one, of tile t).
 #pragma unroll 1
-    for (int t = t0; t < t1; t++) {
-        const tile_at ta = tile_of(sg, npt, own_len, t);
-        const bool edge = ta.kt + BK > ta.len || (ta.own && ta.kt + BK - 1 > i0);
-        float s[8][4];
-        k_panels<HD, 0>(s, a, g, ta, active, Qw, stg);
-        float alpha[2];
-        uint32_t ph[4][4], pl[4][4];
-        if (active)
-            softmax_tile(s, ss, ta, edge, i0, c, alpha, ph, pl);
-        const bool has_next = t + 1 < t1;
-        const tile_at next = tile_of(sg, npt, own_len, has_next ? t + 1 : t);
-        v_panels<HD, 0>(o, ph, pl, alpha, a, g, ta, next, has_next, active, stg);
+    for (int t = t0; t < in.t1;) { // left by next_step at the part's end
+        const bool edge = sa.k0 + C::SK > sa.len || (sa.own && sa.k0 + C::SK - 1 > in.i0);
+        float s[C::NTS][4];
+        float alpha[2] = {1.0f, 1.0f};
+        uint32_t ph[C::KK][4], pl[C::KK][4];
+        panels<HD, 0>(s, o, ss, a, g, sa, edge, c, in, t, active, Qw, stg, ph, pl, alpha);
+        if (!next_step<HD>(in, sa, t))
+            break;
     }
     vw_cp_async_wait<-1>(); // nothing is left in flight (the last commits are empty)
     if (!active)
         return;
 
-    const int gr = lane >> 2, tq = lane & 3;
-    const size_t hq = g * G + h0 + warp;
+    // Epilogue: O through this warp's own Q region (16 rows x HD floats, the
+    // same bytes, 16-byte chunks swizzled), then coalesced stores: divided by
+    // l and gated, or, for a part, as it is with m and l beside it.
+    const int part = in.part, parts = in.parts, nrows = in.nrows, row0 = in.start + in.i0;
+    const int lane = threadIdx.x & 31, gr = lane >> 2, tq = lane & 3;
+    const unsigned hq = g * G + h0 + warp;
     float *ml = a.ws + (NP - 1) * a.rows * a.Hq * HD; // [part][row][Hq][m, l]
+    unsigned char *Ow = Qs + warp * 2 * C::QPLANE;
+    __syncwarp(); // every lane's last ldmatrix of Q is done
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         float l = ss.l[h];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int r = gr + 8 * h;
-        if (r >= nrows)
-            continue;
-        const size_t row = (size_t)sg.start + i0 + r;
-        if (parts == 1) {
-            const float inv = 1.0f / l;
+        const float inv = parts == 1 ? 1.0f / l : 1.0f;
 #pragma unroll
-            for (int nt = 0; nt < HD / 8; nt++) {
-                const size_t d = (size_t)nt * 8 + 2 * tq;
-                float2 v = make_float2(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
-                if (a.G) {
-                    const float *gp = a.G + row * a.ldg + hq * a.gstride + d;
-                    v.x *= vw_d_sigmoid(gp[0]), v.y *= vw_d_sigmoid(gp[1]);
-                }
-                *reinterpret_cast<float2 *>(a.O + row * a.ldo + hq * HD + d) = v;
-            }
-        } else { // a part: O unnormalised (part 0 in O itself), m and l
-            float *dst = part == 0 ? a.O + row * a.ldo + hq * HD
-                                   : a.ws + ((part - 1) * a.rows + row) * a.Hq * HD + hq * HD;
-#pragma unroll
-            for (int nt = 0; nt < HD / 8; nt++)
-                *reinterpret_cast<float2 *>(dst + nt * 8 + 2 * tq) =
-                    make_float2(o[nt][2 * h], o[nt][2 * h + 1]);
-            if (tq == 0) {
-                float *p = ml + ((part * a.rows + row) * a.Hq + hq) * 2;
-                p[0] = ss.m[h], p[1] = l;
-            }
+        for (int nt = 0; nt < HD / 8; nt++)
+            *reinterpret_cast<float2 *>(Ow + swz<HD / 4>(r, 2 * nt + (tq >> 1)) + (tq & 1) * 8) =
+                make_float2(o[nt][2 * h] * inv, o[nt][2 * h + 1] * inv);
+        if (parts > 1 && tq == 0 && r < nrows) {
+            float *p = ml + (((size_t)part * a.rows + row0 + r) * a.Hq + hq) * 2;
+            p[0] = ss.m[h], p[1] = l;
         }
+    }
+    __syncwarp();
+#pragma unroll 1
+    for (int idx = lane; idx < nrows * (HD / 4); idx += 32) {
+        const int r = idx / (HD / 4), ch = idx % (HD / 4);
+        const size_t row = (size_t)row0 + r;
+        float4 v = *reinterpret_cast<const float4 *>(Ow + swz<HD / 4>(r, ch));
+        float *dst = parts == 1 || part == 0
+                         ? a.O + row * a.ldo + hq * HD
+                         : a.ws + ((size_t)(part - 1) * a.rows + row) * a.Hq * HD + hq * HD;
+        if (parts == 1 && a.G) {
+            const float *gp = a.G + row * a.ldg + hq * a.gstride + ch * 4;
+            v.x *= vw_d_sigmoid(gp[0]), v.y *= vw_d_sigmoid(gp[1]);
+            v.z *= vw_d_sigmoid(gp[2]), v.w *= vw_d_sigmoid(gp[3]);
+        }
+        *reinterpret_cast<float4 *>(dst + ch * 4) = v;
     }
 }
 
@@ -445,7 +550,7 @@ __global__ void attn_planes_k(const float *Q, const float *K, const float *V, si
 }
 
 // The kernel instances for head_dim hd, or nullptr; names as the SASS shows them.
-using tc_kernel = void (*)(vw_cu_attn, int, int, float);
+using tc_kernel = void (*)(vw_cu_attn, unsigned, int, float);
 using comb_kernel = void (*)(vw_cu_attn);
 tc_kernel tc_kernel_for(size_t hd, const char **name = nullptr) {
     const char *n = hd == 32    ? "attention_tc_k<32>"
@@ -520,13 +625,17 @@ vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
         return VW_FAIL(err, VW_EINVAL, "bad_shape", "attention_tc: split items and no scratch");
     size_t groups, heads;
     tc_split(a->Hq / a->Hk, &groups, &heads);
-    const size_t smem = tc_smem_bytes(a->hd, heads), blocks = a->n_items * a->Hk * groups;
-    if (blocks > 0x7fffffffu || a->n_split * a->Hq > 0x7fffffffu)
-        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape", "attention_tc: %zu blocks", blocks);
+    const size_t smem = tc_smem_bytes(a->hd, heads);
+    if (a->n_items > 0x7fffffffu || a->Hk > 65535 || groups > 65535 ||
+        a->n_split * a->Hq > 0x7fffffffu)
+        return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
+                       "attention_tc: %zu parts, %zu KV heads, %zu groups", a->n_items, a->Hk,
+                       groups);
     const float c = 1.4426950408889634f / sqrtf((float)a->hd); // hd^-1/2 log2(e)
     const tc_kernel k = tc_kernel_for(a->hd);                  // opted in by vw_cu_attn_supported
+    const dim3 grid((unsigned)a->n_items, (unsigned)a->Hk, (unsigned)groups);
     vw_status st =
-        VW_LAUNCH(err, k, (unsigned)blocks, THREADS, smem, s, *a, (int)groups, (int)heads, c);
+        VW_LAUNCH(err, k, grid, THREADS, smem, s, *a, (unsigned)(a->Hq / a->Hk), (int)heads, c);
     if (st == VW_OK && a->n_split)
         st = VW_LAUNCH(err, comb_kernel_for(a->hd), (unsigned)(a->n_split * a->Hq), THREADS, 0, s,
                        *a);
