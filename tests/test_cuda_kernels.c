@@ -706,6 +706,36 @@ Test(cuda_kernels, attention_with_prefix) {
     attention_case(4, 1, 128, 1, 24); /* hd 128: two 64-dim panels */
 }
 
+/* Long rows: a 700-row prefix and a 60-row block (every row of the block
+ * sees 701..760 keys, 12 tiles of 64), head width 64, GQA 4. The tensor-core
+ * kernel whole, with the executor's split rule (parts of <= 10 tiles: the
+ * block's items and the prefix's last ones in 2 parts) and with parts of <= 4
+ * tiles (3 parts), each within the bar of the float64 reference. */
+Test(cuda_kernels, attention_long_rows) {
+    need_gpu();
+    vw_rng r = {26};
+    const size_t Hq = 4, Hk = 1, hd = 64, P = 700, B = 60, R = P + B;
+    vw_cuda_seg segs[2] = {{0, (int32_t)P, 0, 0, 0, 0},
+                           {(int32_t)P, (int32_t)B, (int32_t)P, 0, (int32_t)P, 0}};
+    float *Q = vw_rng_floats(&r, R * Hq * hd, -4, 4), *K = vw_rng_floats(&r, R * Hk * hd, -1, 1);
+    float *V = vw_rng_floats(&r, R * Hk * hd, -1, 1), *G = vw_rng_floats(&r, R * Hq * hd, -3, 3);
+    float *O = malloc(R * Hq * hd * 4), *ref = malloc(R * Hq * hd * 4);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < segs[s].len; i++)
+            ref_attn_row(Q, K, V, G, &segs[s], i, Hq, Hk, hd, ref);
+    const int splits[3] = {0, 10, 4};
+    vw_err err = {0};
+    for (int k = 0; k < 3; k++) {
+        vw_expect_ok(vw_cuda_op_attention(VW_CUDA_BF16X2, Q, K, V, G, segs, 2, R, Hq, Hk, hd,
+                                          splits[k], O, &err),
+                     &err);
+        char name[64];
+        snprintf(name, sizeof name, "attention long rows, split %d", splits[k]);
+        vw_expect_close(name, O, ref, R * Hq * hd, 2e-5, 0);
+    }
+    free(Q), free(K), free(V), free(G), free(O), free(ref);
+}
+
 /* A |q| or |k| of 2^15 or more does not fit the tensor-core kernel's FP16
  * planes: bf16x2 then runs the SIMT kernel, bit for bit the FP32 one. */
 Test(cuda_kernels, attention_fp16_range_falls_back) {
