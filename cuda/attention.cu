@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_k(vw_cu_attn a) {
     __shared__ float pbuf[ATT_WARPS][BC];
     const size_t hd = a.hd, E = hd / 32, hq = blockIdx.y, g = hq / (a.Hq / a.Hk);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const vw_cuda_seg sg = a.segs[a.items[2 * (size_t)blockIdx.x]];
-    const int i0 = a.items[2 * (size_t)blockIdx.x + 1];
+    const vw_cuda_seg sg = a.segs[a.items[VW_ATT_ENTRY * (size_t)blockIdx.x]];
+    const int i0 = a.items[VW_ATT_ENTRY * (size_t)blockIdx.x + 1];
     const int nrows = sg.len - i0 < BR ? sg.len - i0 : BR;
     float *Qs = sm, *Ks = Qs + BR * hd, *Vs = Ks + BC * (hd + 1);
     for (size_t idx = threadIdx.x; idx < BR * hd; idx += blockDim.x) {
@@ -133,25 +133,56 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_k(vw_cu_attn a) {
 
 } // namespace
 
-size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items) {
-    struct item {
-        int32_t seg, row;
+size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int split_tiles, int32_t *items,
+                        size_t *n_split) {
+    struct entry {
+        int32_t seg, row, part, parts;
     };
-    item *it = reinterpret_cast<item *>(items);
-    size_t n = 0;
+    static_assert(sizeof(entry) == VW_ATT_ENTRY * sizeof(int32_t), "entry layout");
+    entry *it = reinterpret_cast<entry *>(items);
+    // The item's key tiles (VW_ATT_BK, each range from its own start) and its
+    // parts: a rule of the item alone.
+    auto tiles = [segs](int32_t seg, int32_t row) {
+        const vw_cuda_seg &sg = segs[seg];
+        const int32_t own = sg.len - row < BR ? sg.len : row + BR;
+        return (sg.parent_len + VW_ATT_BK - 1) / VW_ATT_BK + (own + VW_ATT_BK - 1) / VW_ATT_BK;
+    };
+    auto parts_of = [split_tiles](int32_t T) {
+        if (split_tiles <= 0 || T <= split_tiles)
+            return 1;
+        const int32_t n = (T + split_tiles - 1) / split_tiles;
+        return n < VW_ATT_MAX_PARTS ? n : (int)VW_ATT_MAX_PARTS;
+    };
+    size_t n = 0, ns = 0;
     for (size_t s = 0; s < n_segs; s++)
-        for (int32_t r = 0; r < segs[s].len; r += BR)
-            it[n++] = item{(int32_t)s, r};
-    // Longest first: the keys the item's last row sees (its parent's rows and
-    // its own up to there); ties in (segment, row) order, so the order is total.
-    auto keys = [segs](const item &x) {
-        const vw_cuda_seg &sg = segs[x.seg];
-        return sg.parent_len + (sg.len - x.row < BR ? sg.len : x.row + BR);
+        for (int32_t r = 0; r < segs[s].len; r += BR) {
+            const int32_t np = parts_of(tiles((int32_t)s, r));
+            for (int32_t p = 0; p < np; p++)
+                it[n++] = entry{(int32_t)s, r, p, np};
+            ns += np > 1;
+        }
+    // Longest first: the part's tiles (a tile count per part as the kernel
+    // cuts them); ties in (segment, row, part) order, so the order is total.
+    auto len = [&](const entry &x) {
+        const int32_t T = tiles(x.seg, x.row);
+        return T / x.parts + (x.part < T % x.parts);
     };
-    std::sort(it, it + n, [&](const item &x, const item &y) {
-        const int32_t kx = keys(x), ky = keys(y);
-        return kx != ky ? kx > ky : x.seg != y.seg ? x.seg < y.seg : x.row < y.row;
+    std::sort(it, it + n, [&](const entry &x, const entry &y) {
+        const int32_t lx = len(x), ly = len(y);
+        return lx != ly         ? lx > ly
+               : x.seg != y.seg ? x.seg < y.seg
+               : x.row != y.row ? x.row < y.row
+                                : x.part < y.part;
     });
+    // Then the split items for the combine pass, in (segment, row) order.
+    size_t k = n;
+    for (size_t s = 0; s < n_segs; s++)
+        for (int32_t r = 0; r < segs[s].len; r += BR) {
+            const int32_t np = parts_of(tiles((int32_t)s, r));
+            if (np > 1)
+                it[k++] = entry{(int32_t)s, r, 0, np};
+        }
+    *n_split = ns;
     return n;
 }
 
@@ -183,6 +214,11 @@ vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err) {
         return VW_OK;
     if (vw_cu_attn_tc_takes(a))
         return vw_cu_attention_tc(a, s, err);
+    if (a->n_split)
+        return VW_FAIL(err, VW_EINVAL, "bad_shape",
+                       "attention: %zu items split into parts, which only the tensor-core kernel "
+                       "runs",
+                       a->n_split);
     if (!a->hd || a->hd % 32 || a->hd > 32 * MAXE) // opted in by vw_cu_attn_supported
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attention: head_dim %zu must be a multiple of 32 up to %d", a->hd,

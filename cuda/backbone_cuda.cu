@@ -25,7 +25,7 @@ size_t max2(size_t a, size_t b) {
 void derive_dims(cu_model *m) {
     vw_qwen35_dims_of(&m->c, &m->d);
     m->big_w = max2(max2(m->d.gdn_in, m->d.attn_in), 2 * m->d.F);
-    m->mix_w = max2(m->d.cd, (m->d.Hq + m->d.Hk) * m->d.hd);
+    m->mix_w = max2(m->d.cd, (m->d.Hq + 2 * m->d.Hk) * m->d.hd); /* Q|K, or Q|K|V planes */
     m->core_w = max2(m->d.vd, m->d.Hq * m->d.hd);
     m->xbf_w = max2(max2(m->d.H, m->core_w), m->d.F);
     m->wt_size = vw_cuda_bf16_weights(m->opts.precision) ? 2 : 4;
@@ -94,7 +94,8 @@ size_t layout_arena(cu_model *m, char *base) {
     m->big = cv.f32(R * m->big_w), m->mix = cv.f32(R * m->mix_w), m->core = cv.f32(R * m->core_w);
     m->gb = cv.f32(2 * R * m->d.Hv);
     m->pstate = cv.f32(m->opts.max_trees * m->d.Hv * m->d.dk * m->d.dv);
-    m->gdn_ws = cv.f32(vw_cu_gdn_ws_floats(R, m->d.Hv, m->d.dk, m->d.dv));
+    m->gdn_ws = cv.f32(max2(vw_cu_gdn_ws_floats(R, m->d.Hv, m->d.dk, m->d.dv),
+                            vw_cu_attn_ws_floats(R, m->d.Hq, m->d.hd)));
     m->cos_t = cv.f32(R * (m->d.rot / 2)), m->sin_t = cv.f32(R * (m->d.rot / 2));
     /* The GEMM input's BF16 planes (gemm.cu): hi here; BF16X2's lo in mix, which
      * no GEMM input or output is while its producer writes it (a norm, SwiGLU,
@@ -113,7 +114,7 @@ size_t layout_arena(cu_model *m, char *base) {
     m->dmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));
     m->dmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
     m->dmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
-    m->dmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    m->dmeta.items = (int32_t *)cv.take(VW_ATT_ITEM_INTS * R * sizeof(int32_t));
     m->dmeta.chunks = (int32_t *)cv.take(2 * R * sizeof(int32_t));
     return cv.off;
 }
@@ -126,7 +127,7 @@ size_t layout_hmeta(cu_model *m, char *base) {
     m->hmeta.row_seg = (int32_t *)cv.take(R * sizeof(int32_t));
     m->hmeta.out_rows = (int32_t *)cv.take(R * sizeof(int32_t));
     m->hmeta.segs = (vw_cuda_seg *)cv.take(R * sizeof(vw_cuda_seg));
-    m->hmeta.items = (int32_t *)cv.take(2 * R * sizeof(int32_t));
+    m->hmeta.items = (int32_t *)cv.take(VW_ATT_ITEM_INTS * R * sizeof(int32_t));
     m->hmeta.chunks = (int32_t *)cv.take(2 * R * sizeof(int32_t));
     return cv.off;
 }
@@ -241,6 +242,38 @@ vw_status upload_rope(cu_model *m, vw_err *err) {
         st = VW_CUDA_TRY(err, cudaMemcpy(m->sin_t, s, R * half * 4, cudaMemcpyHostToDevice));
     free(c);
     free(s);
+    return st;
+}
+
+// Which attention kernel the executor runs (the same for every call): the
+// tensor-core one where it takes the shape, its FP16 operands bounded by the
+// q/k norms: |x| <= sqrt(hd) max|1 + w| after an RMS norm (the sum of squares
+// of the normed row is hd) and a rotation (RoPE keeps pair norms).
+vw_status attn_choose(cu_model *m, vw_err *err) {
+    const size_t hd = m->d.hd, R = m->opts.max_tokens;
+    float *w = (float *)malloc(2 * hd * sizeof *w), wmax = 0.0f;
+    if (!w)
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "cuda: norm weights");
+    vw_status st = VW_OK;
+    for (int32_t l = 0; l < m->c.n_layers && st == VW_OK; l++) {
+        const cu_layer_w *lw = &m->layers[l];
+        if (!lw->full)
+            continue;
+        st = VW_CUDA_TRY(err, cudaMemcpy(w, lw->a.q_norm, hd * 4, cudaMemcpyDeviceToHost));
+        if (st == VW_OK)
+            st = VW_CUDA_TRY(err, cudaMemcpy(w + hd, lw->a.k_norm, hd * 4, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; st == VW_OK && i < 2 * hd; i++)
+            wmax = isfinite(w[i]) ? fmaxf(wmax, fabsf(w[i])) : INFINITY;
+    }
+    free(w);
+    vw_cu_attn probe = {};
+    probe.Qh = (const __half *)m->mix, probe.Kh = probe.Qh + 2 * R * m->d.Hq * hd;
+    probe.Vb = (const __nv_bfloat16 *)(probe.Kh + 2 * R * m->d.Hk * hd);
+    probe.qk_max = sqrtf((float)hd) * wmax * 1.001f;
+    probe.O = m->core, probe.ldo = m->d.Hq * hd;
+    probe.Hq = m->d.Hq, probe.Hk = m->d.Hk, probe.hd = hd, probe.prec = m->opts.precision;
+    m->attn_qk_max = probe.qk_max;
+    m->attn_tc = st == VW_OK && vw_cu_attn_tc_takes(&probe);
     return st;
 }
 
@@ -398,6 +431,8 @@ vw_status vw_backbone_cuda_new(const vw_bundle *b, const vw_cuda_opts *opts, vw_
     if ((st = setup_device(m, err)) != VW_OK || (st = check_shapes(m, err)) != VW_OK)
         goto done;
     if ((st = upload_weights(m, b, err)) != VW_OK || (st = alloc_arena(m, err)) != VW_OK)
+        goto done;
+    if ((st = attn_choose(m, err)) != VW_OK)
         goto done;
     if ((st = upload_rope(m, err)) != VW_OK || (st = load_heads(m, b, err)) != VW_OK)
         goto done;

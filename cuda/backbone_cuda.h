@@ -88,10 +88,14 @@ typedef struct vw_cuda_opts {
                                     launched as one; a forward whose shape repeats one of the
                                     last VW_CUDA_GRAPHS replays its graph (see below); 1: every
                                     kernel, GEMM and copy is launched directly */
+    int attn_split_tiles;        /* attention on tensor cores, split-KV: 0 (default) the
+                                    executor's rule (vw_cu_attn_split_tiles: parts of <= 10
+                                    64-key tiles in calls of <= 8,192 rows); > 0 parts of at most
+                                    that many tiles in every call; < 0 never split (docs/cuda.md) */
 } vw_cuda_opts;
 
 /* Graphs kept per executor, one per forward shape: rows, trees, segments,
- * readouts, attention items and delta-rule chunks (what every launch's grid
+ * readouts, attention items (and the split ones) and delta-rule chunks (what every launch's grid
  * and every copy's size depend on); the least recently used is replaced. */
 #define VW_CUDA_GRAPHS 4
 

@@ -69,7 +69,10 @@ void plan_fill(const cu_model *m, const vw_tree *trees, cu_plan *p) {
             row += (int32_t)bl->n_ids;
         }
     }
-    p->n_items = vw_cu_attn_items(m->hmeta.segs, p->n_segs, m->hmeta.items);
+    const int ts = m->opts.attn_split_tiles, split = !m->attn_tc ? 0
+                                                     : ts        ? (ts > 0 ? ts : 0)
+                                                                 : vw_cu_attn_split_tiles(p->rows);
+    p->n_items = vw_cu_attn_items(m->hmeta.segs, p->n_segs, split, m->hmeta.items, &p->n_split);
     p->n_chunks = vw_cu_gdn_chunks(m->hmeta.segs, p->n_segs, m->hmeta.chunks);
 }
 
@@ -83,7 +86,7 @@ vw_status plan_upload(const cu_model *m, const cu_plan *p, vw_err *err) {
               {d->row_seg, h->row_seg, p->rows * 4},
               {d->out_rows, h->out_rows, p->n_out * 4},
               {d->segs, h->segs, p->n_segs * sizeof(vw_cuda_seg)},
-              {d->items, h->items, p->n_items * 2 * 4},
+              {d->items, h->items, (p->n_items + p->n_split) * VW_ATT_ENTRY * 4},
               {d->chunks, h->chunks, p->n_chunks * 2 * 4}};
     vw_status st = VW_OK;
     for (size_t i = 0; i < sizeof cp / sizeof cp[0] && st == VW_OK; i++)
@@ -146,48 +149,39 @@ vw_status gdn_layer(const cu_model *m, const cu_gdn_w *w, const cu_plan *p, vw_e
 }
 
 // §3.4: gated GQA attention on x [R, H]; o_proj(...) into delta [R, H]. Blocks
-// read their prefix's K/V rows in place (same packed buffers).
+// read their prefix's K/V rows in place (same packed buffers). On tensor
+// cores attn_prep writes Q, K and V once as the planes the kernel reads.
 vw_status attn_layer(const cu_model *m, const cu_attn_w *w, const cu_plan *p, vw_err *err) {
     const size_t R = p->rows, W = m->d.attn_in, hd = m->d.hd, qw = m->d.Hq * hd;
+    const size_t cap = m->opts.max_tokens;
     float *Q = m->mix, *K = m->mix + R * qw;
+    __half *Qh = (__half *)m->mix, *Kh = Qh + 2 * cap * qw;
+    __nv_bfloat16 *Vb = (__nv_bfloat16 *)(Kh + 2 * cap * m->d.Hk * hd);
+    const float *V = m->big + m->d.attn_q2 + m->d.attn_kv;
     vw_cu_mark(m, VW_CUK_GEMM); /* x's planes: from the norm before */
     vw_status st =
         vw_cu_linear_planes(&m->gemm, m->x, m->d.H, w->in, m->big, W, R, W, m->d.H, 0, err);
-    vw_cu_attn_prep ap = {m->big,
-                          W,
-                          w->q_norm,
-                          w->k_norm,
-                          m->c.rms_eps,
-                          m->cos_t,
-                          m->sin_t,
-                          m->d.rot,
-                          m->dmeta.segs,
-                          m->dmeta.row_seg,
-                          R,
-                          m->d.Hq,
-                          m->d.Hk,
-                          hd,
-                          Q,
-                          K};
+    vw_cu_attn_prep ap = {};
+    ap.proj = m->big, ap.ldp = W, ap.q_norm = w->q_norm, ap.k_norm = w->k_norm;
+    ap.eps = m->c.rms_eps, ap.cos_t = m->cos_t, ap.sin_t = m->sin_t, ap.rot = m->d.rot;
+    ap.segs = m->dmeta.segs, ap.row_seg = m->dmeta.row_seg, ap.rows = R;
+    ap.Hq = m->d.Hq, ap.Hk = m->d.Hk, ap.hd = hd;
+    if (m->attn_tc)
+        ap.Qh = Qh, ap.Kh = Kh, ap.Vb = Vb, ap.V = V, ap.ldv = W;
+    else
+        ap.Q = Q, ap.K = K;
     vw_cu_mark(m, VW_CUK_REST);
     if (st == VW_OK)
         st = vw_cu_attn_prep_run(&ap, m->stream, err);
-    vw_cu_attn at = {Q,
-                     K,
-                     m->big + m->d.attn_q2 + m->d.attn_kv,
-                     W,
-                     m->big + hd,
-                     W,
-                     2 * hd,
-                     m->core,
-                     qw,
-                     m->d.Hq,
-                     m->d.Hk,
-                     hd,
-                     m->dmeta.segs,
-                     m->dmeta.items,
-                     p->n_items,
-                     m->opts.precision};
+    vw_cu_attn at = {};
+    at.Q = Q, at.K = K, at.V = V, at.ldv = W;
+    if (m->attn_tc)
+        at.Qh = Qh, at.Kh = Kh, at.Vb = Vb;
+    at.qk_max = m->attn_qk_max;
+    at.G = m->big + hd, at.ldg = W, at.gstride = 2 * hd;
+    at.O = m->core, at.ldo = qw, at.Hq = m->d.Hq, at.Hk = m->d.Hk, at.hd = hd, at.rows = R;
+    at.segs = m->dmeta.segs, at.items = m->dmeta.items, at.n_items = p->n_items;
+    at.n_split = p->n_split, at.ws = m->gdn_ws, at.prec = m->opts.precision;
     vw_cu_mark(m, VW_CUK_ATTENTION);
     if (st == VW_OK)
         st = vw_cu_attention(&at, m->stream, err);

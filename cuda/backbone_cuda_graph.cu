@@ -16,7 +16,8 @@ namespace {
 
 bool same_shape(const cu_plan &a, const cu_plan &b) {
     return a.rows == b.rows && a.n_trees == b.n_trees && a.n_segs == b.n_segs &&
-           a.n_out == b.n_out && a.n_items == b.n_items && a.n_chunks == b.n_chunks;
+           a.n_out == b.n_out && a.n_items == b.n_items && a.n_split == b.n_split &&
+           a.n_chunks == b.n_chunks;
 }
 
 // Captures enqueue(m, p) into a new instance. VW_OK with *exec NULL: the

@@ -41,7 +41,8 @@ typedef struct cu_layer_w {
 
 /* Per-call metadata, int32, laid out by capacity R (host: pinned; device:
  * arena): ids [R], row_seg [R], out_rows [R], segs [R] x vw_cuda_seg, items
- * [2R] (attention tiles), chunks [2R] (delta-rule chunks). */
+ * [VW_ATT_ITEM_INTS R] (attention parts and split items), chunks [2R]
+ * (delta-rule chunks). */
 typedef struct cu_meta {
     int32_t *ids, *row_seg, *out_rows, *items, *chunks;
     vw_cuda_seg *segs;
@@ -60,7 +61,7 @@ typedef struct cu_prof {
 /* One forward call's packed batch. Segments: prefixes [0, n_trees) (tree t's
  * prefix is segment t, DeltaNet state slot t), then blocks in tree order. */
 typedef struct cu_plan {
-    size_t rows, n_trees, n_segs, n_out, n_items, n_chunks;
+    size_t rows, n_trees, n_segs, n_out, n_items, n_split, n_chunks;
 } cu_plan;
 
 /* The executor's CUDA graphs (backbone_cuda_graph.cu): one instance per
@@ -84,6 +85,8 @@ typedef struct cu_model {
     vw_qwen35_dims d;                   /* the widths (model/qwen35_config.h) */
     size_t big_w, mix_w, core_w, xbf_w; /* per-row widths of the arena buffers */
     size_t wt_size;                     /* bytes per matrix element: 2 (BF16) or 4 */
+    int attn_tc;       /* attention on tensor cores (planes from attn_prep, split-KV) */
+    float attn_qk_max; /* bound on |q|, |k| from the q/k norms (vw_cu_attn.qk_max) */
 
     cudaStream_t stream;
     cudaEvent_t done;     /* recorded at the end of a forward; the caller waits on it */
@@ -103,11 +106,13 @@ typedef struct cu_model {
     void *arena;          /* device, owns every activation */
     float *h, *x, *delta; /* [R, H] residual stream, normed rows, mixer/MLP output */
     float *big;           /* [R, big_w] stacked projections, then MLP gate|up */
-    float *mix;           /* [R, mix_w] conv output (DeltaNet) or Q|K (attention) */
+    float *mix;           /* [R, mix_w] conv output (DeltaNet) or Q|K, or the Q|K|V planes
+                             (attention) */
     float *core;          /* [R, core_w] token-mixer output */
     float *gb;            /* [2, R, Hv] g then beta */
     float *pstate;        /* [NT, Hv, dk, dv] prefixes' final DeltaNet states (one layer) */
-    float *gdn_ws;        /* delta-rule scratch, vw_cu_gdn_ws_floats(R, Hv, dk, dv) */
+    float *gdn_ws;        /* delta-rule scratch, vw_cu_gdn_ws_floats(R, Hv, dk, dv), and
+                             attention's split-KV scratch (vw_cu_attn_ws_floats) */
     float *cos_t, *sin_t; /* [R, rot/2] RoPE tables for positions 0 .. R-1 */
     void *blas_ws;
     size_t blas_ws_bytes;

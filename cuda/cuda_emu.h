@@ -69,13 +69,15 @@ float __shfl_sync(unsigned mask, float v, int src_lane);
 double __shfl_sync(unsigned mask, double v, int src_lane);
 void *vw_emu_dyn_smem(void);
 
-/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (TF32_M16N8K8) and
- * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (BF16_M16N8K16):
+/* mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (TF32_M16N8K8),
+ * mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (BF16_M16N8K16) and
+ * mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 (F16_M16N8K16):
  * d (this lane's 4 accumulators) = A B + d, with a[4] and b[2] this lane's
- * fragment registers (TF32: the low 13 bits are ignored; BF16: two elements per
- * register, the lower k in the low half). All 32 lanes of the warp must call
- * it with the same kind, as the same (n-th) MMA of each lane (.aligned). */
-enum { VW_EMU_MMA_TF32_M16N8K8 = 1, VW_EMU_MMA_BF16_M16N8K16 = 2 };
+ * fragment registers (TF32: the low 13 bits are ignored; BF16, F16: two
+ * elements per register, the lower k in the low half). All 32 lanes of the
+ * warp must call it with the same kind, as the same (n-th) MMA of each lane
+ * (.aligned). */
+enum { VW_EMU_MMA_TF32_M16N8K8 = 1, VW_EMU_MMA_BF16_M16N8K16 = 2, VW_EMU_MMA_F16_M16N8K16 = 3 };
 void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]);
 
 /* ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16 (cuda/ldst.cuh):

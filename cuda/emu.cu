@@ -254,7 +254,7 @@ template <typename T> T shuffle(T v, int src_lane) {
 // compares two independent transcriptions (and the GPU compares both to the
 // hardware):
 //   TF32 m16n8k8:  a[i] = A[g + 8(i&1)][t + 4(i>>1)],  b[i] = B[t + 4i][g]
-//   BF16 m16n8k16: a[i] = A[g + 8(i&1)][2t + 8(i>>1) + h], b[i] = B[2t + 8i + h][g]
+//   BF16, F16 m16n8k16: a[i] = A[g + 8(i&1)][2t + 8(i>>1) + h], b[i] = B[2t + 8i + h][g]
 //   both:          c[i] = C[g + 8(i>>1)][2t + (i&1)]
 struct frag_pos {
     int lane, reg, half;
@@ -269,9 +269,22 @@ frag_pos b_pos(int kind, int k, int n) {
         return {n * 4 + k % 4, k / 4, 0};
     return {n * 4 + (k % 8) / 2, k / 8, k % 2};
 }
+// IEEE binary16 bits as a double (exact): sign, 5-bit exponent (bias 15), 10
+// fraction bits; subnormals, infinities and NaN as the format defines them.
+double f16_value(uint16_t h) {
+    const int e = h >> 10 & 31, f = h & 1023;
+    const double v = e == 0    ? ldexp(f, -24)
+                     : e == 31 ? (f ? NAN : INFINITY)
+                               : ldexp(1024 + f, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
 // The operand value of a register (half): TF32 keeps the top 19 bits, BF16 is
-// the top half of an FP32. Exact in double, and so is any product of two.
+// the top half of an FP32, F16 a binary16. Exact in double, and so is any
+// product of two.
 double operand(int kind, uint32_t w, int half) {
+    if (kind == VW_EMU_MMA_F16_M16N8K16)
+        return f16_value((uint16_t)(half ? w >> 16 : w & 0xffffu));
     const uint32_t u = kind == VW_EMU_MMA_TF32_M16N8K8 ? w & 0xffffe000u
                        : half                          ? w & 0xffff0000u
                                                        : w << 16;
@@ -308,7 +321,8 @@ float truncated_sum(const double *x, int n) {
 
 void vw_emu_mma(int kind, float d[4], const uint32_t a[4], const uint32_t b[2]) {
     const int me = E.cur, p = E.parity[me], base = me & ~31;
-    if (kind != VW_EMU_MMA_TF32_M16N8K8 && kind != VW_EMU_MMA_BF16_M16N8K16)
+    if (kind != VW_EMU_MMA_TF32_M16N8K8 && kind != VW_EMU_MMA_BF16_M16N8K16 &&
+        kind != VW_EMU_MMA_F16_M16N8K16)
         die("mma.sync: unknown kind");
     if (base + 32 > E.n)
         die("mma.sync in a warp of fewer than 32 threads");

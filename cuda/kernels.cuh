@@ -145,50 +145,92 @@ typedef struct vw_cu_attn_prep {
     const vw_cuda_seg *segs;
     const int32_t *row_seg;
     size_t rows, Hq, Hk, hd;
-    float *Q, *K; /* [rows, Hq, hd], [rows, Hk, hd] */
+    float *Q, *K; /* [rows, Hq, hd], [rows, Hk, hd] (FP32 out: Qh == NULL) */
+    /* Planes out instead (the tensor-core attention's operands, vw_cu_attn):
+     * Qh [rows, Hq, 2, hd] and Kh [rows, Hk, 2, hd] FP16 hi/lo of the same
+     * values, and Vb [rows, Hk, 2, hd] BF16 hi/lo of V (kv head g at
+     * V + r*ldv + g*hd), which needs neither norm nor RoPE. */
+    __half *Qh, *Kh;
+    __nv_bfloat16 *Vb;
+    const float *V;
+    size_t ldv;
 } vw_cu_attn_prep;
 
 vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *err);
 
-/* ---- attention.cu --------------------------------------------------------- */
+/* ---- attention.cu, attention_tc.cu ------------------------------------------ */
 
-enum { VW_ATT_BR = 16 }; /* query rows per work item */
+enum {
+    VW_ATT_BR = 16,       /* query rows per work item */
+    VW_ATT_BK = 64,       /* keys per tile of the tensor-core kernel */
+    VW_ATT_MAX_PARTS = 3, /* split-KV: parts per item at most */
+    VW_ATT_ENTRY = 4,     /* ints per entry of the items table: seg, row, part, parts */
+    VW_ATT_ITEM_INTS = VW_ATT_ENTRY * (VW_ATT_MAX_PARTS + 1), /* room per row */
+};
 
 typedef struct vw_cu_attn {
-    const float *Q; /* [rows, Hq, hd] */
-    const float *K; /* [rows, Hk, hd] */
-    const float *V; /* kv head g at V + r*ldv + g*hd */
+    const float *Q; /* [rows, Hq, hd] (FP32 kernel) */
+    const float *K; /* [rows, Hk, hd] (FP32 kernel) */
+    const float *V; /* kv head g at V + r*ldv + g*hd (FP32 kernel) */
     size_t ldv;
+    /* The tensor-core kernel's operands, split once by their producer
+     * (vw_cu_attn_prep, or vw_cu_attn_planes): Qh [rows, Hq, 2, hd] and Kh
+     * [rows, Hk, 2, hd] FP16 hi/lo, Vb [rows, Hk, 2, hd] BF16 hi/lo. */
+    const __half *Qh, *Kh;
+    const __nv_bfloat16 *Vb;
+    float qk_max;   /* a bound on |Q|, |K| (FP16 range: the tensor-core kernel needs < 2^15) */
     const float *G; /* gate of head h at G + r*ldg + h*gstride; NULL: no gate */
     size_t ldg, gstride;
     float *O; /* head h at O + r*ldo + h*hd */
     size_t ldo;
     size_t Hq, Hk, hd;
+    size_t rows; /* rows of the packed batch (the split-KV scratch is laid out for them) */
     const vw_cuda_seg *segs;
-    const int32_t
-        *items; /* n_items pairs (segment, first row within it), rows in VW_ATT_BR tiles */
-    size_t n_items;
+    const int32_t *items; /* n_items entries {segment, first row, part, parts} (VW_ATT_ENTRY
+                             ints; vw_cu_attn_items), then n_split entries {segment, first row,
+                             0, parts}: the items split into parts */
+    size_t n_items, n_split;
+    float *ws; /* split-KV scratch, vw_cu_attn_ws_floats(rows, Hq, hd) floats (n_split > 0) */
     vw_cuda_precision prec; /* FP32: the SIMT kernel; BF16, BF16X2: tensor cores where taken */
 } vw_cu_attn;
 
-/* FP32, or a shape the tensor-core kernel does not take: attention_k (FP32
- * SIMT, attention.cu); otherwise vw_cu_attention_tc. */
+/* FP32, or a call the tensor-core kernel does not take: attention_k (FP32
+ * SIMT, attention.cu; every item one part); otherwise vw_cu_attention_tc. */
 vw_status vw_cu_attention(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
-/* The flash-style tensor-core kernel (attention_tc.cu: 3xTF32 products, GQA
- * packed); VW_EUNSUPPORTED for shapes it does not take. */
+/* The flash-style tensor-core kernel (attention_tc.cu: FP16x3 Q Kᵀ, BF16x3 P V,
+ * 64-key tiles, GQA packed), then, when items were split, the combine kernel;
+ * VW_EUNSUPPORTED for calls it does not take. */
 vw_status vw_cu_attention_tc(const vw_cu_attn *a, cudaStream_t s, vw_err *err);
 /* Whether the tensor-core kernel takes this call: BF16 or BF16X2, head_dim
- * 32, 64, 128 or 256, Hq % Hk == 0, Q, K, V 16-byte aligned and ldv % 4 == 0. */
+ * 32, 64, 128 or 256, Hq % Hk == 0, qk_max < 2^15, Qh, Kh, Vb 16-byte
+ * aligned. Nothing in it depends on the batch, so a caller may ask before
+ * producing the operands (the planes, or FP32 Q/K for attention_k). */
 int vw_cu_attn_tc_takes(const vw_cu_attn *a);
 /* The tensor-core kernel's row of vw_cu_attn_smem_table for hd at `group`
  * heads per KV head (fn NULL: a width it does not take); with group = 0, at 4
  * heads per block, the most it uses (what the opt-in asks). */
 vw_cu_kernel_smem vw_cu_attn_tc_smem(size_t hd, size_t group);
-/* The items of segs[0..n_segs): for each segment, tiles of VW_ATT_BR rows,
- * ordered longest first (keys seen by the tile's last row; ties by segment,
- * then row), so the longest blocks start first. Returns the count (<= total
- * rows); items has room for 2*rows ints. */
-size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int32_t *items);
+/* The planes of vw_cu_attn from FP32 Q [rows, Hq, hd], K, V [rows, Hk, hd]
+ * (dense), for callers whose operands come from elsewhere (ops_cuda.h). */
+vw_status vw_cu_attn_planes(const float *Q, const float *K, const float *V, size_t rows, size_t Hq,
+                            size_t Hk, size_t hd, __half *Qh, __half *Kh, __nv_bfloat16 *Vb,
+                            cudaStream_t s, vw_err *err);
+/* The work items of segs[0..n_segs): for each segment, tiles of VW_ATT_BR
+ * rows. With split_tiles > 0, an item whose keys span T > split_tiles tiles
+ * of VW_ATT_BK runs as min(VW_ATT_MAX_PARTS, ceil(T / split_tiles)) parts of
+ * as equal tile counts as can be (the first parts one longer), which a
+ * combine pass merges; the rule depends on the item alone, so a tree's numbers
+ * never depend on its batch. Writes the parts, longest first (ties by segment,
+ * row, part), then the split items (segment, row order); returns the parts'
+ * count and sets *n_split. items has room for VW_ATT_ITEM_INTS * rows ints. */
+size_t vw_cu_attn_items(const vw_cuda_seg *segs, size_t n_segs, int split_tiles, int32_t *items,
+                        size_t *n_split);
+/* The executor's split rule for a call of `rows` rows: tiles per part, or 0
+ * (no split) where the call has blocks enough to fill the GPU without it. */
+int vw_cu_attn_split_tiles(size_t rows);
+/* Split-KV scratch floats for `rows` rows: the partial outputs of parts 1 and
+ * 2 (part 0's go to O) and every part's running max and sum. */
+size_t vw_cu_attn_ws_floats(size_t rows, size_t Hq, size_t hd);
 
 /* ---- delta_rule.cu ------------------------------------------------------- */
 

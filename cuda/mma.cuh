@@ -1,7 +1,8 @@
 /* mma.cuh — tensor-core building blocks for cuda/ kernels: mma.sync wrappers
  * (inline PTX under nvcc, the emulator's warp collective under VW_CUDA_EMU),
  * cvt.rna.tf32.f32, the exact splits of an FP32 value into two TF32 parts
- * (3xTF32) or two BF16 parts (BF16x3), and the PTX ISA fragment layouts.
+ * (3xTF32), two BF16 parts (BF16x3) or two FP16 parts (FP16x3), and the PTX
+ * ISA fragment layouts.
  * Internal to cuda/ (device code, sm_80 and newer). Thread-safety: per-thread
  * functions, except the MMAs: warp collectives that all 32 lanes of a warp
  * execute together, converged (.sync.aligned).
@@ -10,8 +11,8 @@
  * "for mma.m16n8k16 with floating point type"; g = lane >> 2, t = lane & 3):
  *   TF32 m16n8k8   A 16x8, 4 regs:           a[i] = A[g + 8(i&1)][t + 4(i>>1)]
  *                  B 8x8, 2 regs:            b[i] = B[t + 4i][g]
- *   BF16 m16n8k16  A 16x16, 4 regs of two:   a[i] = A[g + 8(i&1)][2t + 8(i>>1) + h]
- *                  B 16x8, 2 regs of two:    b[i] = B[2t + 8i + h][g]
+ *   BF16/FP16      A 16x16, 4 regs of two:   a[i] = A[g + 8(i&1)][2t + 8(i>>1) + h]
+ *   m16n8k16       B 16x8, 2 regs of two:    b[i] = B[2t + 8i + h][g]
  *                  (h = 0 in the low 16 bits, h = 1 in the high 16 bits)
  *   both           C/D 16x8 FP32, 4 regs:    c[i] = C[g + 8(i>>1)][2t + (i&1)]
  * The vw_mma_*_pos functions below return these (row, col) pairs; the
@@ -26,7 +27,12 @@
  *           |r| <= 2^-22 |x|; a*b ~ big_a big_b + big_a small_b + small_a big_b,
  *           dropped terms <= ~3 * 2^-22 |a b| (~7e-7) per product;
  *   BF16x3: hi = bf16(x), lo = bf16(x - hi), |r| <= 2^-18 |x|; dropped terms
- *           <= ~3 * 2^-18 |a b| (~1.1e-5) per product.
+ *           <= ~3 * 2^-18 |a b| (~1.1e-5) per product;
+ *   FP16x3: hi = fp16(x), lo = fp16(x - hi), |r| <= 2^-22 |x| while |x| lies in
+ *           [2^-3, 2^15] (lo stays normal; below, lo's rounding is at most
+ *           2^-25 absolute), so FP32 grade like 3xTF32 at the m16n8k16 rate;
+ *           x must stay below 65,504 (fp16's largest), which the callers
+ *           check (attention: |q|, |k| bounded by their RMS norm).
  * The small products are accumulated first (as CUTLASS's fast-FP32 MMA does)
  * so they are not lost below the big one's rounding. */
 #ifndef VW_MMA_CUH
@@ -35,6 +41,7 @@
 #include "cuda_common.cuh"
 
 #if defined(__CUDACC__) || defined(VW_CUDA_EMU)
+#include <cuda_fp16.h>
 #include <string.h>
 
 /* The bits of x as another type of the same size (a register move on the GPU). */
@@ -73,21 +80,41 @@ __device__ __forceinline__ void vw_split_bf16(float x, __nv_bfloat16 &hi, __nv_b
     lo = __float2bfloat16_rn(x - __bfloat162float(hi));
 }
 
+/* FP16x3 operand split: x = hi + lo + r (above). */
+__device__ __forceinline__ void vw_split_f16(float x, __half &hi, __half &lo) {
+    hi = __float2half_rn(x);
+    lo = __float2half_rn(x - __half2float(hi));
+}
+
 /* The register holding two BF16 elements: k0 (the lower k) in the low half. */
 __device__ __forceinline__ uint32_t vw_pack_bf16(__nv_bfloat16 k0, __nv_bfloat16 k1) {
     return (uint32_t)__bfloat16_as_ushort(k0) | (uint32_t)__bfloat16_as_ushort(k1) << 16;
 }
+__device__ __forceinline__ uint32_t vw_pack_f16(__half k0, __half k1) {
+    return (uint32_t)__half_as_ushort(k0) | (uint32_t)__half_as_ushort(k1) << 16;
+}
 
-/* The two instructions, and the emulator's names for them. */
-enum { VW_MMA_TF32 = 1, VW_MMA_BF16 = 2 };
+/* The BF16x3 split of two values straight into the hi and lo registers of a
+ * fragment (x0 the lower k): the pair conversions the hardware has. */
+__device__ __forceinline__ void vw_split2_bf16(float x0, float x1, uint32_t &hi, uint32_t &lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+    const float2 hf = __bfloat1622float2(h);
+    const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - hf.x, x1 - hf.y);
+    hi = vw_bit_cast<uint32_t>(h), lo = vw_bit_cast<uint32_t>(l);
+}
+
+/* The three instructions, and the emulator's names for them. */
+enum { VW_MMA_TF32 = 1, VW_MMA_BF16 = 2, VW_MMA_F16 = 3 };
 #ifdef VW_CUDA_EMU
 static_assert((int)VW_MMA_TF32 == (int)VW_EMU_MMA_TF32_M16N8K8 &&
-                  (int)VW_MMA_BF16 == (int)VW_EMU_MMA_BF16_M16N8K16,
+                  (int)VW_MMA_BF16 == (int)VW_EMU_MMA_BF16_M16N8K16 &&
+                  (int)VW_MMA_F16 == (int)VW_EMU_MMA_F16_M16N8K16,
               "the emulator's kinds");
 #endif
 
 /* d = A B + d: VW_MMA_TF32 mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32,
- * VW_MMA_BF16 mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32. */
+ * VW_MMA_BF16 mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32,
+ * VW_MMA_F16 mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32. */
 template <int KIND>
 __device__ __forceinline__ void vw_mma(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 #ifdef VW_CUDA_EMU
@@ -99,14 +126,16 @@ __device__ __forceinline__ void vw_mma(float d[4], const uint32_t a[4], const ui
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
     if constexpr (KIND == VW_MMA_TF32)
         VW_MMA_ASM("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
-    else
+    else if constexpr (KIND == VW_MMA_BF16)
         VW_MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
+    else
+        VW_MMA_ASM("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
 #undef VW_MMA_ASM
 #endif
 }
 
-/* d += A B at FP32 grade from split operands (3xTF32: big/small; BF16x3:
- * hi/lo), the small products first. */
+/* d += A B at FP32 grade from split operands (3xTF32: big/small; BF16x3,
+ * FP16x3: hi/lo), the small products first. */
 template <int KIND>
 __device__ __forceinline__ void vw_mma_x3(float d[4], const uint32_t a_hi[4],
                                           const uint32_t a_lo[4], const uint32_t b_hi[2],
@@ -117,7 +146,7 @@ __device__ __forceinline__ void vw_mma_x3(float d[4], const uint32_t a_hi[4],
 }
 
 /* The layout tables above as (row, col) of register i of lane `lane`; for BF16
- * A/B the element in half h. */
+ * (and FP16, the same tables) A/B the element in half h. */
 struct vw_rc {
     int r, c;
 };

@@ -10,7 +10,7 @@
 namespace {
 
 // D [16, 8] = A [16, K] B [K, 8] + C [16, 8], row-major, K = 8 (TF32 kinds) or
-// 16 (BF16 kinds); every element reaches its lane through mma.cuh's tables.
+// 16 (BF16 and F16 kinds); every element reaches its lane through mma.cuh's tables.
 __global__ void mma_probe_k(int kind, const float *A, const float *B, const float *C, float *D) {
     const int lane = threadIdx.x;
     const bool tf32 = kind == VW_CUDA_MMA_TF32 || kind == VW_CUDA_MMA_3XTF32;
@@ -29,6 +29,22 @@ __global__ void mma_probe_k(int kind, const float *A, const float *B, const floa
         for (int i = 0; i < 2; i++) {
             const vw_rc p = vw_mma_tf32_b_pos(lane, i);
             vw_split_tf32(B[p.r * 8 + p.c], b[i], b2[i]);
+        }
+    } else if (kind == VW_CUDA_MMA_F16 || kind == VW_CUDA_MMA_F16X3) {
+        __half hi[2], lo[2];
+        for (int i = 0; i < 4; i++) {
+            for (int h = 0; h < 2; h++) {
+                const vw_rc p = vw_mma_bf16_a_pos(lane, i, h);
+                vw_split_f16(A[p.r * K + p.c], hi[h], lo[h]);
+            }
+            a[i] = vw_pack_f16(hi[0], hi[1]), a2[i] = vw_pack_f16(lo[0], lo[1]);
+        }
+        for (int i = 0; i < 2; i++) {
+            for (int h = 0; h < 2; h++) {
+                const vw_rc p = vw_mma_bf16_b_pos(lane, i, h);
+                vw_split_f16(B[p.r * 8 + p.c], hi[h], lo[h]);
+            }
+            b[i] = vw_pack_f16(hi[0], hi[1]), b2[i] = vw_pack_f16(lo[0], lo[1]);
         }
     } else {
         __nv_bfloat16 hi[2], lo[2];
@@ -53,8 +69,12 @@ __global__ void mma_probe_k(int kind, const float *A, const float *B, const floa
         vw_mma<VW_MMA_BF16>(d, a, b);
     else if (kind == VW_CUDA_MMA_3XTF32)
         vw_mma_x3<VW_MMA_TF32>(d, a, a2, b, b2);
-    else
+    else if (kind == VW_CUDA_MMA_BF16X3)
         vw_mma_x3<VW_MMA_BF16>(d, a, a2, b, b2);
+    else if (kind == VW_CUDA_MMA_F16)
+        vw_mma<VW_MMA_F16>(d, a, b);
+    else
+        vw_mma_x3<VW_MMA_F16>(d, a, a2, b, b2);
     for (int i = 0; i < 4; i++) {
         const vw_rc p = vw_mma_c_pos(lane, i);
         D[p.r * 8 + p.c] = d[i];
@@ -92,7 +112,7 @@ struct probe_bufs {
 
 extern "C" vw_status vw_cuda_op_mma(vw_cuda_mma_kind kind, const float *A, const float *B,
                                     const float *C, float *D, vw_err *err) {
-    if (kind < VW_CUDA_MMA_TF32 || kind > VW_CUDA_MMA_BF16X3)
+    if (kind < VW_CUDA_MMA_TF32 || kind > VW_CUDA_MMA_F16X3)
         return VW_FAIL(err, VW_EINVAL, "bad_kind", "mma probe: kind %d", (int)kind);
     const size_t K = kind == VW_CUDA_MMA_TF32 || kind == VW_CUDA_MMA_3XTF32 ? 8 : 16;
     probe_bufs d;

@@ -7,6 +7,7 @@
 // Sums of squares accumulate in double, as the CPU does, in a fixed
 // lane/warp order, so a row's result never depends on the batch.
 #include "kernels.cuh"
+#include "mma.cuh"
 
 namespace {
 
@@ -85,18 +86,32 @@ __global__ void gated_rmsnorm_k(float *__restrict__ o, size_t ldo, const float *
 // One warp per (row, head), heads [0, Hq) are queries and [Hq, Hq+Hk) keys:
 // RMSNorm over hd with (1 + w), then rotate-half RoPE on the first rot dims
 // (pairs i, i + rot/2) at the row's position, from the host-built tables.
+// With planes (a.Qh set) the results are stored as FP16 hi/lo and heads
+// [Hq+Hk, Hq+2Hk) split V into BF16 hi/lo: the tensor-core attention's
+// operands, split once here (attention_tc.cu).
 __global__ void attn_prep_k(vw_cu_attn_prep a) {
     __shared__ float buf[PREP_WARPS][MAX_HD];
     const size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const unsigned lane = threadIdx.x % 32, wl = threadIdx.x / 32;
-    const size_t nh = a.Hq + a.Hk, hd = a.hd, half = a.rot / 2;
+    const bool planes = a.Qh != nullptr;
+    const size_t nh = a.Hq + a.Hk + (planes ? a.Hk : 0), hd = a.hd, half = a.rot / 2;
     if (warp >= a.rows * nh)
         return;
     const size_t r = warp / nh, hh = warp % nh;
+    if (hh >= a.Hq + a.Hk) { // a V head (planes only): split, nothing else
+        const size_t g = hh - a.Hq - a.Hk;
+        const float *src = a.V + r * a.ldv + g * hd;
+        __nv_bfloat16 *dst = a.Vb + (r * a.Hk + g) * 2 * hd;
+        for (size_t d = lane; d < hd; d += 32)
+            vw_split_bf16(src[d], dst[d], dst[hd + d]);
+        return;
+    }
     const bool is_q = hh < a.Hq;
     const float *src = a.proj + r * a.ldp + (is_q ? hh * 2 * hd : a.Hq * 2 * hd + (hh - a.Hq) * hd);
     const float *wn = is_q ? a.q_norm : a.k_norm;
-    float *dst = is_q ? a.Q + (r * a.Hq + hh) * hd : a.K + (r * a.Hk + (hh - a.Hq)) * hd;
+    float *dst = planes ? nullptr
+                 : is_q ? a.Q + (r * a.Hq + hh) * hd
+                        : a.K + (r * a.Hk + (hh - a.Hq)) * hd;
     double ss = 0.0;
     for (size_t d = lane; d < hd; d += 32)
         ss += (double)src[d] * src[d];
@@ -114,7 +129,13 @@ __global__ void attn_prep_k(vw_cu_attn_prep a) {
             out = buf[wl][d] * cs[d] - buf[wl][d + half] * sn[d];
         else if (d < a.rot)
             out = buf[wl][d] * cs[d - half] + buf[wl][d - half] * sn[d - half];
-        dst[d] = out;
+        if (planes) {
+            __half *ph =
+                is_q ? a.Qh + (r * a.Hq + hh) * 2 * hd : a.Kh + (r * a.Hk + hh - a.Hq) * 2 * hd;
+            vw_split_f16(out, ph[d], ph[hd + d]);
+        } else {
+            dst[d] = out;
+        }
     }
 }
 
@@ -146,7 +167,7 @@ vw_status vw_cu_attn_prep_run(const vw_cu_attn_prep *a, cudaStream_t s, vw_err *
         return VW_FAIL(err, VW_EUNSUPPORTED, "bad_shape",
                        "attn_prep: head_dim %zu (max %u) / rotary %zu not supported", a->hd, MAX_HD,
                        a->rot);
-    const size_t warps = a->rows * (a->Hq + a->Hk);
+    const size_t warps = a->rows * (a->Hq + a->Hk + (a->Qh ? a->Hk : 0));
     return VW_LAUNCH(err, attn_prep_k, vw_blocks_for(warps * 32, PREP_WARPS * 32), PREP_WARPS * 32,
                      0, s, *a);
 }

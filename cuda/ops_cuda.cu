@@ -1,5 +1,6 @@
 // ops_cuda.cu — the per-op C API of ops_cuda.h: copy in, run the executor's
 // own launcher on the default stream, copy out. For tests only; allocates.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,11 +321,12 @@ extern "C" vw_status vw_cuda_op_conv_silu(const float *x, const float *w, size_t
     return st;
 }
 
-extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *kn,
-                                          float eps, double theta, size_t rot,
-                                          const vw_cuda_seg *segs, size_t n_segs, size_t rows,
-                                          size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
-                                          vw_err *err) {
+// attn_prep on the device: FP32 Q, Kout, or with V given the planes Qh, Kh, Vb.
+static vw_status attn_prep_op(const float *proj, const float *qn, const float *kn, float eps,
+                              double theta, size_t rot, const vw_cuda_seg *segs, size_t n_segs,
+                              size_t rows, size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
+                              const float *V, uint16_t *Qh, uint16_t *Kh, uint16_t *Vb,
+                              vw_err *err) {
     dev_bufs d;
     const size_t ldp = Hq * 2 * hd + Hk * hd, half = rot / 2;
     size_t npos = 1;
@@ -340,6 +342,7 @@ extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, co
     if (st == VW_OK && half)
         vw_rope_tables(0, npos, rot, theta, cs, sn);
     a.ldp = ldp, a.eps = eps, a.rot = rot, a.rows = rows, a.Hq = Hq, a.Hk = Hk, a.hd = hd;
+    a.ldv = Hk * hd;
     if (st == VW_OK)
         st = d.put(&a.proj, proj, rows * ldp * 4, err);
     if (st == VW_OK)
@@ -354,32 +357,74 @@ extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, co
         st = d.put(&a.segs, segs, n_segs * sizeof *segs, err);
     if (st == VW_OK)
         st = d.put(&a.row_seg, rs, rows * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.Q, nullptr, rows * Hq * hd * 4, err);
-    if (st == VW_OK)
-        st = d.put(&a.K, nullptr, rows * Hk * hd * 4, err);
+    if (st == VW_OK && V) {
+        st = d.put(&a.V, V, rows * Hk * hd * 4, err);
+        if (st == VW_OK)
+            st = d.put(&a.Qh, nullptr, rows * Hq * hd * 4, err, false);
+        if (st == VW_OK)
+            st = d.put(&a.Kh, nullptr, rows * Hk * hd * 4, err, false);
+        if (st == VW_OK)
+            st = d.put(&a.Vb, nullptr, rows * Hk * hd * 4, err, false);
+    } else {
+        if (st == VW_OK)
+            st = d.put(&a.Q, nullptr, rows * Hq * hd * 4, err);
+        if (st == VW_OK)
+            st = d.put(&a.K, nullptr, rows * Hk * hd * 4, err);
+    }
     if (st == VW_OK)
         st = vw_cu_attn_prep_run(&a, 0, err);
-    if (st == VW_OK)
-        st = get(Q, a.Q, rows * Hq * hd * 4, err);
-    if (st == VW_OK)
-        st = get(Kout, a.K, rows * Hk * hd * 4, err);
+    if (st == VW_OK && V) {
+        st = get(Qh, a.Qh, rows * Hq * hd * 4, err);
+        if (st == VW_OK)
+            st = get(Kh, a.Kh, rows * Hk * hd * 4, err);
+        if (st == VW_OK)
+            st = get(Vb, a.Vb, rows * Hk * hd * 4, err);
+    } else {
+        if (st == VW_OK)
+            st = get(Q, a.Q, rows * Hq * hd * 4, err);
+        if (st == VW_OK)
+            st = get(Kout, a.K, rows * Hk * hd * 4, err);
+    }
     free(cs), free(sn), free(rs);
     return st;
+}
+
+extern "C" vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *kn,
+                                          float eps, double theta, size_t rot,
+                                          const vw_cuda_seg *segs, size_t n_segs, size_t rows,
+                                          size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
+                                          vw_err *err) {
+    return attn_prep_op(proj, qn, kn, eps, theta, rot, segs, n_segs, rows, Hq, Hk, hd, Q, Kout,
+                        nullptr, nullptr, nullptr, nullptr, err);
+}
+
+extern "C" vw_status vw_cuda_op_attn_prep_planes(const float *proj, const float *qn,
+                                                 const float *kn, float eps, double theta,
+                                                 size_t rot, const vw_cuda_seg *segs, size_t n_segs,
+                                                 size_t rows, size_t Hq, size_t Hk, size_t hd,
+                                                 const float *V, uint16_t *Qh, uint16_t *Kh,
+                                                 uint16_t *Vb, vw_err *err) {
+    return attn_prep_op(proj, qn, kn, eps, theta, rot, segs, n_segs, rows, Hq, Hk, hd, nullptr,
+                        nullptr, V, Qh, Kh, Vb, err);
 }
 
 extern "C" vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q, const float *K,
                                           const float *V, const float *gate,
                                           const vw_cuda_seg *segs, size_t n_segs, size_t rows,
-                                          size_t Hq, size_t Hk, size_t hd, float *O, vw_err *err) {
+                                          size_t Hq, size_t Hk, size_t hd, int split_tiles,
+                                          float *O, vw_err *err) {
     dev_bufs d;
     vw_cu_attn a = {};
-    int32_t *items = (int32_t *)malloc((2 * seg_rows(segs, n_segs) + 2) * sizeof *items);
+    const size_t ni = VW_ATT_ITEM_INTS * seg_rows(segs, n_segs) + VW_ATT_ENTRY;
+    int32_t *items = (int32_t *)malloc(ni * sizeof *items);
     if (!items)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "ops_cuda attention");
-    a.n_items = vw_cu_attn_items(segs, n_segs, items);
     a.ldv = Hk * hd, a.ldg = Hq * hd, a.gstride = hd, a.ldo = Hq * hd;
-    a.Hq = Hq, a.Hk = Hk, a.hd = hd, a.prec = prec;
+    a.Hq = Hq, a.Hk = Hk, a.hd = hd, a.rows = rows, a.prec = prec;
+    for (size_t i = 0; i < rows * Hq * hd; i++) /* the executor: from the q/k norm weights */
+        a.qk_max = fabsf(Q[i]) > a.qk_max ? fabsf(Q[i]) : a.qk_max;
+    for (size_t i = 0; i < rows * Hk * hd; i++)
+        a.qk_max = fabsf(K[i]) > a.qk_max ? fabsf(K[i]) : a.qk_max;
     vw_status st = d.put(&a.Q, Q, rows * Hq * hd * 4, err);
     if (st == VW_OK)
         st = d.put(&a.K, K, rows * Hk * hd * 4, err);
@@ -390,11 +435,24 @@ extern "C" vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q
     if (st == VW_OK)
         st = d.put(&a.O, nullptr, rows * Hq * hd * 4, err);
     if (st == VW_OK)
+        st = d.put(&a.Qh, nullptr, rows * Hq * hd * 4, err, false);
+    if (st == VW_OK)
+        st = d.put(&a.Kh, nullptr, rows * Hk * hd * 4, err, false);
+    if (st == VW_OK)
+        st = d.put(&a.Vb, nullptr, rows * Hk * hd * 4, err, false);
+    const bool tc = st == VW_OK && vw_cu_attn_tc_takes(&a);
+    a.n_items = vw_cu_attn_items(segs, n_segs, tc ? split_tiles : 0, items, &a.n_split);
+    if (st == VW_OK)
         st = d.put(&a.segs, segs, n_segs * sizeof *segs, err);
     if (st == VW_OK)
-        st = d.put(&a.items, items, a.n_items * 2 * 4, err);
+        st = d.put(&a.items, items, (a.n_items + a.n_split) * VW_ATT_ENTRY * 4, err);
+    if (st == VW_OK && a.n_split) /* not cleared: a part that reads what none wrote shows */
+        st = d.put(&a.ws, nullptr, vw_cu_attn_ws_floats(rows, Hq, hd) * 4, err, false);
     if (st == VW_OK) /* the executor opts in at creation; here, per call */
         st = vw_cu_attn_supported(hd, err);
+    if (st == VW_OK && tc) /* the executor: attn_prep writes the planes */
+        st = vw_cu_attn_planes(a.Q, a.K, a.V, rows, Hq, Hk, hd, (__half *)a.Qh, (__half *)a.Kh,
+                               (__nv_bfloat16 *)a.Vb, 0, err);
     if (st == VW_OK)
         st = vw_cu_attention(&a, 0, err);
     if (st == VW_OK)

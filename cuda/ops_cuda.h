@@ -112,28 +112,43 @@ vw_status vw_cuda_op_attn_prep(const float *proj, const float *qn, const float *
                                size_t rows, size_t Hq, size_t Hk, size_t hd, float *Q, float *Kout,
                                vw_err *err);
 
+/* The same with the tensor-core attention's operands out instead (the
+ * executor's path in bf16/bf16x2): Qh [rows, Hq, 2, hd] and Kh [rows, Hk, 2,
+ * hd] the FP16 hi and lo (bits) of the values above, lo = fp16(x - hi); Vb
+ * [rows, Hk, 2, hd] the BF16 hi and lo of V [rows, Hk, hd]. */
+vw_status vw_cuda_op_attn_prep_planes(const float *proj, const float *qn, const float *kn,
+                                      float eps, double theta, size_t rot, const vw_cuda_seg *segs,
+                                      size_t n_segs, size_t rows, size_t Hq, size_t Hk, size_t hd,
+                                      const float *V, uint16_t *Qh, uint16_t *Kh, uint16_t *Vb,
+                                      vw_err *err);
+
 /* Gated causal GQA attention (docs/spec/backbone.md §3.4 steps 5-6): query row r of sequence s
  * attends to s's parent rows, then to s's rows up to r; query head h reads KV
  * head h / (Hq/Hk); scale hd^-0.5. Q: [rows, Hq, hd], K, V: [rows, Hk, hd],
  * gate: [rows, Hq, hd] or NULL; O: [rows, Hq, hd] = softmax(QK^T)V * sigmoid(gate).
  * prec picks the kernel as the executor does: FP32 the SIMT one, BF16 and
- * BF16X2 the tensor-core one (3xTF32) where it takes the shape. */
+ * BF16X2 the tensor-core one (FP16x3 Q Kᵀ, BF16x3 P V; operands split on the
+ * device first) where it takes the shape and max |Q|, |K| < 2^15. split_tiles:
+ * the split-KV rule of vw_cu_attn_items (0: none; the executor's is
+ * vw_cu_attn_split_tiles), tensor-core kernel only. */
 vw_status vw_cuda_op_attention(vw_cuda_precision prec, const float *Q, const float *K,
                                const float *V, const float *gate, const vw_cuda_seg *segs,
                                size_t n_segs, size_t rows, size_t Hq, size_t Hk, size_t hd,
-                               float *O, vw_err *err);
+                               int split_tiles, float *O, vw_err *err);
 
 /* Tensor-core probe (cuda/mma_probe.cu, cuda/mma.cuh): one warp computes
  * D [16, 8] = A [16, K] B [K, 8] + C [16, 8] (row-major) with mma.sync, each
  * element placed in its lane by the PTX ISA fragment tables. TF32: m16n8k8,
- * K = 8, A and B rounded by cvt.rna.tf32; BF16: m16n8k16, K = 16, rounded to
- * nearest even; 3XTF32 / BF16X3: the same MMAs on split operands (three each,
- * FP32 grade). VW_EINVAL for an unknown kind. */
+ * K = 8, A and B rounded by cvt.rna.tf32; BF16, F16: m16n8k16, K = 16, rounded to
+ * nearest even; 3XTF32 / BF16X3 / F16X3: the same MMAs on split operands (three
+ * each). VW_EINVAL for an unknown kind. */
 typedef enum vw_cuda_mma_kind {
     VW_CUDA_MMA_TF32 = 0,
     VW_CUDA_MMA_BF16 = 1,
     VW_CUDA_MMA_3XTF32 = 2,
     VW_CUDA_MMA_BF16X3 = 3,
+    VW_CUDA_MMA_F16 = 4,
+    VW_CUDA_MMA_F16X3 = 5,
 } vw_cuda_mma_kind;
 vw_status vw_cuda_op_mma(vw_cuda_mma_kind kind, const float *A, const float *B, const float *C,
                          float *D, vw_err *err);

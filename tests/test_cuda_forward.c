@@ -204,6 +204,35 @@ Test(cuda_forward, bf16x2_parity, .init = need_gpu, .fini = done) {
     cr_expect_leq(d.max_abs, 1e-3, "bf16x2 max |diff| %.3g > 1e-3", d.max_abs);
 }
 
+/* Split-KV through the executor: attention's items cut into parts of one
+ * 64-key tile (vw_cuda_opts.attn_split_tiles; the default rule splits only
+ * items longer than these trees' 5 tiles), merged by the combine pass, held to
+ * the same bar, and not bit-equal to the unsplit run (the parts ran). */
+Test(cuda_forward, bf16x2_split_kv, .init = need_gpu, .fini = done) {
+    fixture f;
+    fixture_make(&f, vw_bundle_backbone_config(bundle)->vocab);
+    vw_executor *cpu = NULL, *whole = cuda_exec(VW_CUDA_BF16X2, 0, 1024), *split = NULL;
+    vw_cuda_opts o = {
+        .max_tokens = 1024, .max_trees = 8, .precision = VW_CUDA_BF16X2, .attn_split_tiles = 1};
+    vw_err err = {0};
+    cr_assert_eq(vw_backbone_cuda_new(bundle, &o, &split, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_backbone_cpu_new(bundle, &cpu, &err), VW_OK, "%s", err.msg);
+    const size_t n = vw_trees_readout_count(f.trees, N_TREES) * cpu->hidden;
+    float *ref = run(cpu, f.trees, N_TREES), *a = run(whole, f.trees, N_TREES),
+          *b = run(split, f.trees, N_TREES);
+    drift d = compare(b, ref, n), dw = compare(b, a, n);
+    fprintf(stderr,
+            "bf16x2 split-KV vs CPU fp32: %zu values, worst |diff| %.3g, rel RMS %.3g; vs "
+            "unsplit %.3g\n",
+            n, d.max_abs, d.rel_rms, dw.max_abs);
+    cr_expect_eq(d.nonfinite, 0, "non-finite rows");
+    cr_expect_leq(d.max_abs, 1e-3, "bf16x2 split-KV max |diff| %.3g > 1e-3", d.max_abs);
+    cr_expect(memcmp(a, b, n * sizeof *a) != 0, "split-KV repeats the unsplit rows bit for bit");
+    free(ref), free(a), free(b);
+    vw_executor_free(cpu), vw_executor_free(whole), vw_executor_free(split);
+    free(f.ids);
+}
+
 /* Runs each tree alone and compares with its rows in the batch run. Returns
  * the largest |diff| (0 when bit-identical). */
 static double batch_vs_alone(vw_executor *ex, const fixture *f) {

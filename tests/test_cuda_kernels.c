@@ -39,6 +39,25 @@ static float bf16_round(float x) { /* round to nearest even, as __float2bfloat16
     return x;
 }
 
+/* IEEE binary16 of x rounded to nearest even (|x| < 65520 here), and back. */
+static uint16_t f16_rn(float x) {
+    const uint16_t sign = signbit(x) ? 0x8000u : 0;
+    const float a = fabsf(x);
+    if (a < 0x1p-14f) /* subnormal: multiples of 2^-24 (1024 of them is the least normal) */
+        return sign | (uint16_t)nearbyintf(a * 0x1p24f);
+    int e;
+    frexpf(a, &e);                           /* a in [2^(e-1), 2^e) */
+    float q = nearbyintf(ldexpf(a, 11 - e)); /* 11 significant bits */
+    if (q == 2048.0f)
+        q = 1024.0f, e++;
+    return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((int)q - 1024);
+}
+static float f16_val(uint16_t h) {
+    const int e = h >> 10 & 31, f = h & 1023;
+    const float v = e ? ldexpf((float)(1024 + f), e - 25) : ldexpf((float)f, -24);
+    return h & 0x8000u ? -v : v;
+}
+
 /* ---- GEMM ------------------------------------------------------------------ */
 
 static void ref_linear(const float *X, const float *W, float *Y, size_t T, size_t N, size_t K,
@@ -307,6 +326,30 @@ Test(cuda_kernels, attn_prep_rope) {
         &err);
     vw_expect_close("attn_prep q (norm+rope)", Q, Qr, R * Hq * hd, 1e-6, 1e-5);
     vw_expect_close("attn_prep k (norm+rope)", Kt, Kr, R * Hk * hd, 1e-6, 1e-5);
+    /* The planes the tensor-core attention reads: the same Q and K split into
+     * FP16 hi/lo, V into BF16 hi/lo, bit for bit as the host splits them. */
+    float *V = vw_rng_floats(&r, R * Hk * hd, -40, 40);
+    V[0] = 1e-30f, V[1] = -3e5f; /* far below and above FP16's range: BF16 keeps both */
+    uint16_t *Qh = malloc(R * Hq * hd * 4), *Kh = malloc(R * Hk * hd * 4),
+             *Vb = malloc(R * Hk * hd * 4);
+    vw_expect_ok(vw_cuda_op_attn_prep_planes(proj, qn, kn, 1e-6f, theta, rot, segs, 2, R, Hq, Hk,
+                                             hd, V, Qh, Kh, Vb, &err),
+                 &err);
+    size_t bad = 0;
+    for (size_t i = 0; i < R * Hq * hd; i++) {
+        const size_t row = i / hd, d = i % hd;
+        const uint16_t hi = f16_rn(Q[i]), lo = f16_rn(Q[i] - f16_val(hi));
+        bad += Qh[row * 2 * hd + d] != hi || Qh[row * 2 * hd + hd + d] != lo;
+    }
+    for (size_t i = 0; i < R * Hk * hd; i++) {
+        const size_t row = i / hd, d = i % hd;
+        const uint16_t hi = f16_rn(Kt[i]), lo = f16_rn(Kt[i] - f16_val(hi));
+        bad += Kh[row * 2 * hd + d] != hi || Kh[row * 2 * hd + hd + d] != lo;
+        const float vh = bf16_round(V[i]), vl = bf16_round(V[i] - vh);
+        bad += Vb[row * 2 * hd + d] != bf16_bits(vh) || Vb[row * 2 * hd + hd + d] != bf16_bits(vl);
+    }
+    cr_expect_eq(bad, 0, "attn_prep planes: %zu halves differ from the split of Q, K, V", bad);
+    free(V), free(Qh), free(Kh), free(Vb);
     free(proj), free(qn), free(kn), free(Q), free(Kt), free(Qr), free(Kr), free(cs), free(sn);
 }
 
@@ -422,24 +465,26 @@ static float tf32_rna(float x) {
 /* The PTX ISA fragment tables of mma.cuh against the hardware (on a GPU) or the
  * emulator's own transcription: random small integers at every position of A,
  * B and C, so a misplaced element changes D; every sum is exact (|D| < 2^11),
- * so D must equal the plain product bit for bit. Then the 3xTF32 and BF16x3
- * splits reach FP32 grade on random floats (mma.cuh: dropped terms <= ~3 * 2^-22
- * and ~3 * 2^-18 of sum |a b|; bounds 2^-19 and 2^-15 leave room for the
- * FP32 accumulation of three MMAs)
- * where one plain TF32/BF16 MMA does not, and cvt.rna.tf32 is bit-exact. */
+ * so D must equal the plain product bit for bit (TF32, BF16 and FP16). Then
+ * the 3xTF32, FP16x3 and BF16x3 splits reach FP32 grade on random floats
+ * (mma.cuh: dropped terms <= ~3 * 2^-22, ~2^-21 and ~3 * 2^-18 of sum |a b|;
+ * bounds 2^-19, 2^-19 and 2^-15 leave room for the FP32 accumulation of three
+ * MMAs) where one plain TF32/FP16/BF16 MMA does not, and cvt.rna.tf32 is
+ * bit-exact. */
 Test(cuda_kernels, mma_layouts) {
     need_gpu();
     vw_rng r = {23};
     float A[256], B[128], C[128];
-    for (int kind = VW_CUDA_MMA_TF32; kind <= VW_CUDA_MMA_BF16; kind++) {
+    static const vw_cuda_mma_kind plain[] = {VW_CUDA_MMA_TF32, VW_CUDA_MMA_BF16, VW_CUDA_MMA_F16};
+    static const char *plain_name[] = {"tf32 m16n8k8", "bf16 m16n8k16", "f16 m16n8k16"};
+    for (int k = 0; k < 3; k++) {
         for (int i = 0; i < 256; i++)
             A[i] = floorf(vw_rng_uni(&r, -8, 9));
         for (int i = 0; i < 128; i++)
             B[i] = floorf(vw_rng_uni(&r, -8, 9)), C[i] = floorf(vw_rng_uni(&r, -64, 65));
-        double w = mma_case((vw_cuda_mma_kind)kind, A, B, C, 0);
-        fprintf(stderr, "mma %s layouts: max|D - AB - C| = %g\n",
-                kind ? "bf16 m16n8k16" : "tf32 m16n8k8", w);
-        cr_expect_eq(w, 0, "mma kind %d: D differs from the plain product", kind);
+        double w = mma_case(plain[k], A, B, C, 0);
+        fprintf(stderr, "mma %s layouts: max|D - AB - C| = %g\n", plain_name[k], w);
+        cr_expect_eq(w, 0, "mma %s: D differs from the plain product", plain_name[k]);
     }
     for (int i = 0; i < 256; i++)
         A[i] = vw_rng_uni(&r, -1, 1);
@@ -450,12 +495,18 @@ Test(cuda_kernels, mma_layouts) {
     double w1tf = mma_case(VW_CUDA_MMA_TF32, A, B, C, b3tf);
     double w3bf = mma_case(VW_CUDA_MMA_BF16X3, A, B, C, b3bf);
     double w1bf = mma_case(VW_CUDA_MMA_BF16, A, B, C, b3bf);
-    fprintf(stderr, "mma error / bound: 3xtf32 %.3g (1xtf32 %.3g), bf16x3 %.3g (1xbf16 %.3g)\n",
-            w3tf, w1tf, w3bf, w1bf);
+    double w3h = mma_case(VW_CUDA_MMA_F16X3, A, B, C, b3tf);
+    double w1h = mma_case(VW_CUDA_MMA_F16, A, B, C, b3tf);
+    fprintf(stderr,
+            "mma error / bound: 3xtf32 %.3g (1xtf32 %.3g), bf16x3 %.3g (1xbf16 %.3g), "
+            "f16x3 %.3g (1xf16 %.3g)\n",
+            w3tf, w1tf, w3bf, w1bf, w3h, w1h);
     cr_expect_leq(w3tf, 1.0, "3xTF32 beyond 2^-19 sum|ab| (%.3g of it)", w3tf);
     cr_expect_leq(w3bf, 1.0, "BF16x3 beyond 2^-15 sum|ab| (%.3g of it)", w3bf);
+    cr_expect_leq(w3h, 1.0, "FP16x3 beyond 2^-19 sum|ab| (%.3g of it)", w3h);
     cr_expect_gt(w1tf, 1.0, "one TF32 MMA within the 3xTF32 bound: the bound cannot fail");
     cr_expect_gt(w1bf, 1.0, "one BF16 MMA within the BF16x3 bound: the bound cannot fail");
+    cr_expect_gt(w1h, 1.0, "one FP16 MMA within the FP16x3 bound: the bound cannot fail");
     /* cvt.rna.tf32: ties (1 + 2^-11 goes up, where round-to-even would not),
      * just below ties, a carry into the exponent, negatives, then random
      * normal values over 2^-100 .. 2^100. */
@@ -652,21 +703,27 @@ static void ref_attn_row(const float *Q, const float *K, const float *V, const f
     free(sc);
 }
 
-/* Runs one precision's kernel on the batch and on tree 1 alone (rows
- * re-based), checks the batch against ref and the tree's rows bit for bit. */
-static void attention_run(vw_cuda_precision prec, const float *Q, const float *K, const float *V,
-                          const float *G, const float *ref, size_t Hq, size_t Hk, size_t hd,
-                          float *O) {
+/* Runs one precision's kernel (split-KV rule `split`: tiles per part, 0 none)
+ * on the batch and on tree 1 alone (rows re-based), checks the batch against
+ * ref and the tree's rows bit for bit. Returns the max |diff| vs ref. */
+static double attention_run(vw_cuda_precision prec, int split, const float *Q, const float *K,
+                            const float *V, const float *G, const float *ref, size_t Hq, size_t Hk,
+                            size_t hd, float *O) {
     vw_cuda_seg segs[5] = {{0, 70, 0, 0, 0, 0}, {70, 3, 0, 0, 0, 1}};
     segs[2] = (vw_cuda_seg){73, 40, 70, 0, 70, 0};
     segs[3] = (vw_cuda_seg){113, 1, 70, 0, 70, 0};
     segs[4] = (vw_cuda_seg){114, 17, 3, 70, 3, 1};
     const size_t R = 131;
     vw_err err = {0};
-    vw_expect_ok(vw_cuda_op_attention(prec, Q, K, V, G, segs, 5, R, Hq, Hk, hd, O, &err), &err);
-    char name[64];
-    snprintf(name, sizeof name, "attention %s Hq=%zu Hk=%zu hd=%zu", vw_cuda_precision_name(prec),
-             Hq, Hk, hd);
+    vw_expect_ok(vw_cuda_op_attention(prec, Q, K, V, G, segs, 5, R, Hq, Hk, hd, split, O, &err),
+                 &err);
+    char name[80];
+    snprintf(name, sizeof name, "attention %s%s Hq=%zu Hk=%zu hd=%zu", vw_cuda_precision_name(prec),
+             split ? " split-KV" : "", Hq, Hk, hd);
+    double worst = 0;
+    for (size_t i = 0; i < R * Hq * hd; i++)
+        worst = fabs((double)O[i] - ref[i]) > worst || !isfinite(O[i]) ? fabs((double)O[i] - ref[i])
+                                                                       : worst;
     vw_expect_close(name, O, ref, R * Hq * hd, 2e-5, 0);
     /* packing: tree 1 alone (re-based rows) equals its rows inside the batch */
     vw_cuda_seg alone[2] = {{0, 3, 0, 0, 0, 0}, {3, 17, 3, 0, 3, 0}};
@@ -684,17 +741,24 @@ static void attention_run(vw_cuda_precision prec, const float *Q, const float *K
         memcpy(K1 + i * Hk * hd, K + a_rows[i] * Hk * hd, Hk * hd * 4);
         memcpy(V1 + i * Hk * hd, V + a_rows[i] * Hk * hd, Hk * hd * 4);
     }
-    vw_expect_ok(vw_cuda_op_attention(prec, Q1, K1, V1, G1, alone, 2, 20, Hq, Hk, hd, O1, &err),
-                 &err);
+    vw_expect_ok(
+        vw_cuda_op_attention(prec, Q1, K1, V1, G1, alone, 2, 20, Hq, Hk, hd, split, O1, &err),
+        &err);
     for (int i = 0; i < 20; i++)
         cr_expect(!memcmp(O1 + i * Hq * hd, O + a_rows[i] * Hq * hd, Hq * hd * 4),
                   "%s: attention row %d of a tree differs when packed with another tree", name, i);
     free(Q1), free(K1), free(V1), free(G1), free(O1);
+    return worst;
 }
 
 /* Both kernels against the float64 reference: FP32 (SIMT) and BF16X2, which
- * takes the tensor-core kernel (3xTF32) where it takes the shape; that it did
- * shows as outputs not bit-equal to the SIMT kernel's. */
+ * takes the tensor-core kernel (FP16x3 Q Kᵀ, BF16x3 P V) where it takes the
+ * shape; that it did shows as outputs not bit-equal to the SIMT kernel's. The
+ * tensor-core kernel runs once whole and once split into parts of one 64-key
+ * tile (split-KV: the 70-row prefix's last item and the 40-row block's items
+ * run as 2 and 3 parts, the lone tree's block items as 2), which must differ
+ * from the unsplit run in its bits (the combine pass ran) but not beyond the
+ * bar. */
 static void attention_case(size_t Hq, size_t Hk, size_t hd, int tc, uint64_t seed) {
     vw_rng r = {seed};
     /* two trees: prefixes of 70 and 3 rows, blocks of 40, 1 and 17 rows */
@@ -708,16 +772,24 @@ static void attention_case(size_t Hq, size_t Hk, size_t hd, int tc, uint64_t see
     for (size_t i = 0; i < R * Hq * hd; i++) /* larger logits: a peaked softmax too */
         Q[i] *= 4.0f;
     float *O = malloc(R * Hq * hd * 4), *Otc = malloc(R * Hq * hd * 4),
-          *ref = malloc(R * Hq * hd * 4);
+          *Osp = malloc(R * Hq * hd * 4), *ref = malloc(R * Hq * hd * 4);
     for (int s = 0; s < 5; s++)
         for (int i = 0; i < segs[s].len; i++)
             ref_attn_row(Q, K, V, G, &segs[s], i, Hq, Hk, hd, ref);
-    attention_run(VW_CUDA_FP32, Q, K, V, G, ref, Hq, Hk, hd, O);
-    attention_run(VW_CUDA_BF16X2, Q, K, V, G, ref, Hq, Hk, hd, Otc);
+    const double w32 = attention_run(VW_CUDA_FP32, 0, Q, K, V, G, ref, Hq, Hk, hd, O);
+    const double wtc = attention_run(VW_CUDA_BF16X2, 0, Q, K, V, G, ref, Hq, Hk, hd, Otc);
+    const double wsp = attention_run(VW_CUDA_BF16X2, 1, Q, K, V, G, ref, Hq, Hk, hd, Osp);
+    fprintf(stderr,
+            "attention Hq=%zu Hk=%zu hd=%zu: max |diff| vs float64: fp32 %.3g, bf16x2 %.3g, "
+            "split-KV %.3g (bar 2e-5)\n",
+            Hq, Hk, hd, w32, wtc, wsp);
     cr_expect_eq(memcmp(O, Otc, R * Hq * hd * 4) != 0, tc,
                  "Hq=%zu Hk=%zu hd=%zu: bf16x2 %s the SIMT kernel's outputs", Hq, Hk, hd,
                  tc ? "repeats" : "differs from");
-    free(Q), free(K), free(V), free(G), free(O), free(Otc), free(ref);
+    cr_expect_eq(memcmp(Otc, Osp, R * Hq * hd * 4) != 0, tc,
+                 "Hq=%zu Hk=%zu hd=%zu: split-KV %s the unsplit outputs", Hq, Hk, hd,
+                 tc ? "repeats" : "differs from");
+    free(Q), free(K), free(V), free(G), free(O), free(Otc), free(Osp), free(ref);
 }
 
 Test(cuda_kernels, attention_with_prefix) {
@@ -728,6 +800,63 @@ Test(cuda_kernels, attention_with_prefix) {
     attention_case(8, 2, 256, 1, 21); /* the 0.8B shape: 4 heads x 16 tokens per block */
     attention_case(6, 1, 32, 1, 22);  /* group 6 (27B): two blocks of 3 heads per item */
     attention_case(2, 1, 96, 0, 23);  /* a head width only the SIMT kernel takes */
+    attention_case(4, 1, 128, 1, 24); /* hd 128: two 64-dim panels */
+}
+
+/* Long rows: a 700-row prefix and a 60-row block (every row of the block
+ * sees 701..760 keys, 12 tiles of 64), head width 64, GQA 4. The tensor-core
+ * kernel whole, with the executor's split rule (parts of <= 10 tiles: the
+ * block's items and the prefix's last ones in 2 parts) and with parts of <= 4
+ * tiles (3 parts), each within the bar of the float64 reference. */
+Test(cuda_kernels, attention_long_rows) {
+    need_gpu();
+    vw_rng r = {26};
+    const size_t Hq = 4, Hk = 1, hd = 64, P = 700, B = 60, R = P + B;
+    vw_cuda_seg segs[2] = {{0, (int32_t)P, 0, 0, 0, 0},
+                           {(int32_t)P, (int32_t)B, (int32_t)P, 0, (int32_t)P, 0}};
+    float *Q = vw_rng_floats(&r, R * Hq * hd, -4, 4), *K = vw_rng_floats(&r, R * Hk * hd, -1, 1);
+    float *V = vw_rng_floats(&r, R * Hk * hd, -1, 1), *G = vw_rng_floats(&r, R * Hq * hd, -3, 3);
+    float *O = malloc(R * Hq * hd * 4), *ref = malloc(R * Hq * hd * 4);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < segs[s].len; i++)
+            ref_attn_row(Q, K, V, G, &segs[s], i, Hq, Hk, hd, ref);
+    const int splits[3] = {0, 10, 4};
+    vw_err err = {0};
+    for (int k = 0; k < 3; k++) {
+        vw_expect_ok(vw_cuda_op_attention(VW_CUDA_BF16X2, Q, K, V, G, segs, 2, R, Hq, Hk, hd,
+                                          splits[k], O, &err),
+                     &err);
+        char name[64];
+        snprintf(name, sizeof name, "attention long rows, split %d", splits[k]);
+        vw_expect_close(name, O, ref, R * Hq * hd, 2e-5, 0);
+    }
+    free(Q), free(K), free(V), free(G), free(O), free(ref);
+}
+
+/* A |q| or |k| of 2^15 or more does not fit the tensor-core kernel's FP16
+ * planes: bf16x2 then runs the SIMT kernel, bit for bit the FP32 one. */
+Test(cuda_kernels, attention_fp16_range_falls_back) {
+    need_gpu();
+    vw_rng r = {25};
+    const size_t Hq = 2, Hk = 1, hd = 32, R = 20;
+    vw_cuda_seg segs[2] = {{0, 3, 0, 0, 0, 0}, {3, 17, 3, 0, 3, 0}};
+    float *Q = vw_rng_floats(&r, R * Hq * hd, -1, 1), *K = vw_rng_floats(&r, R * Hk * hd, -1, 1);
+    float *V = vw_rng_floats(&r, R * Hk * hd, -1, 1), *G = vw_rng_floats(&r, R * Hq * hd, -3, 3);
+    float *O = malloc(R * Hq * hd * 4), *Otc = malloc(R * Hq * hd * 4);
+    K[5] = 32768.0f;
+    vw_err err = {0};
+    vw_expect_ok(vw_cuda_op_attention(VW_CUDA_FP32, Q, K, V, G, segs, 2, R, Hq, Hk, hd, 0, O, &err),
+                 &err);
+    vw_expect_ok(
+        vw_cuda_op_attention(VW_CUDA_BF16X2, Q, K, V, G, segs, 2, R, Hq, Hk, hd, 1, Otc, &err),
+        &err);
+    cr_expect(!memcmp(O, Otc, R * Hq * hd * 4), "|k| = 2^15: bf16x2 did not fall back to SIMT");
+    K[5] = 32767.0f; /* just inside: the tensor-core kernel */
+    vw_expect_ok(
+        vw_cuda_op_attention(VW_CUDA_BF16X2, Q, K, V, G, segs, 2, R, Hq, Hk, hd, 1, Otc, &err),
+        &err);
+    cr_expect(memcmp(O, Otc, R * Hq * hd * 4) != 0, "|k| < 2^15: bf16x2 ran the SIMT kernel");
+    free(Q), free(K), free(V), free(G), free(O), free(Otc);
 }
 
 #else
