@@ -114,6 +114,11 @@ void vw_emu_run_grid(const void *fn, dim3 grid, dim3 block, size_t smem, void (*
  * thread-local capture mode. */
 bool vw_emu_capturing(void);
 void vw_emu_capture(std::function<void()> node);
+/* A call that cannot be captured: true (and the capture fails, as in the
+ * thread-local mode) while capturing, else false. */
+bool vw_emu_capture_breaks(void);
+/* The tally behind vw_cuda_emu_calls_read (ops_cuda.h), for emu_rt.cu. */
+struct vw_cuda_emu_calls *vw_emu_calls(void);
 
 /* kernel<<<grid, block, smem>>>(args...) on the emulator, or its node. */
 template <typename... KArgs, typename... Args>

@@ -1,11 +1,10 @@
 // emu.cu — the CPU emulator behind cuda_emu.h: fibers for threads (a 12-line
 // x86-64 stack switch, or ucontext under ASan or on other CPUs),
-// warp- and block-level barriers, shuffles, mma.sync, and the handful of CUDA runtime
-// and cuBLAS entry points cuda/ calls, implemented on host memory. Compiled
+// warp- and block-level barriers, shuffles, mma.sync, ldmatrix, cp.async,
+// stream capture, and the CUDA runtime entry points cuda/ calls but events
+// (emu_rt.cu, with the cuBLAS subset), implemented on host memory. Compiled
 // only in the standalone VW_CUDA_EMU build (cuda/CMakeLists.txt excludes it
 // from the real one). See cuda_emu.h for what is and is not modelled.
-#include <cblas.h>
-#include <cublas_v2.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -524,6 +523,9 @@ void vw_emu_run_grid(const void *fn, dim3 grid, dim3 block, size_t smem, void (*
 extern "C" void vw_cuda_emu_calls_read(vw_cuda_emu_calls *c) {
     *c = E.calls;
 }
+vw_cuda_emu_calls *vw_emu_calls(void) {
+    return &E.calls;
+}
 
 // ---- graphs: stream capture and replay -------------------------------------
 
@@ -534,8 +536,7 @@ void vw_emu_capture(std::function<void()> node) {
     E.calls.captured++;
     E.capture->nodes.push_back(std::move(node));
 }
-// A call that cannot be captured: the capture fails (thread-local mode).
-static bool capture_breaks(void) {
+bool vw_emu_capture_breaks(void) {
     if (!E.capture)
         return false;
     E.capture->invalid = true;
@@ -575,7 +576,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned lon
     return *e ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     E.calls.graph_launches++;
     E.replaying = true;
@@ -596,7 +597,7 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
 static char emu_stream_tag;
 
 cudaError_t cudaMalloc(void **p, size_t n) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     const size_t sz = (n + 255) / 256 * 256;
     *p = aligned_alloc(256, sz ? sz : 256);
@@ -606,7 +607,7 @@ cudaError_t cudaMalloc(void **p, size_t n) {
     return cudaSuccess;
 }
 cudaError_t cudaFree(void *p) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     free(p);
     return cudaSuccess;
@@ -620,7 +621,7 @@ cudaError_t cudaFreeHost(void *p) {
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     E.calls.copies++;
     memcpy(d, s, n);
@@ -635,7 +636,7 @@ cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKin
     return cudaSuccess;
 }
 cudaError_t cudaMemset(void *d, int v, size_t n) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     E.calls.copies++;
     memset(d, v, n);
@@ -704,62 +705,14 @@ cudaError_t cudaStreamDestroy(cudaStream_t) {
     return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
     E.calls.syncs++;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void) {
-    if (capture_breaks())
+    if (vw_emu_capture_breaks())
         return cudaErrorStreamCaptureUnsupported;
-    return cudaSuccess;
-}
-// Events: the emulator runs every launch and copy to completion before it
-// returns, so an event recorded on a stream completes at once and its time is
-// the host's monotonic clock then (elapsed times measure the emulator, not a
-// GPU); synchronizing on one never waits.
-struct CUevent_st {
-    double ms; // CLOCK_MONOTONIC at the last record, or -1 before any
-    unsigned flags;
-};
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
-    *e = new (std::nothrow) CUevent_st{-1.0, flags};
-    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t cudaEventCreate(cudaEvent_t *e) {
-    return cudaEventCreateWithFlags(e, cudaEventDefault);
-}
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete e;
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-    if (capture_breaks())
-        return cudaErrorStreamCaptureUnsupported;
-    E.calls.events++;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    e->ms = (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-    return cudaSuccess;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t) {
-    if (capture_breaks())
-        return cudaErrorStreamCaptureUnsupported;
-    E.calls.syncs++;
-    return cudaSuccess;
-}
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsigned) {
-    return e ? cudaSuccess : cudaErrorInvalidResourceHandle; // recorded work is complete
-}
-cudaError_t cudaEventQuery(cudaEvent_t) {
-    return cudaSuccess;
-}
-cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
-    if ((a->flags | b->flags) & cudaEventDisableTiming)
-        return cudaErrorInvalidResourceHandle;
-    if (a->ms < 0 || b->ms < 0)
-        return cudaErrorInvalidResourceHandle; // not recorded: as the runtime refuses
-    *ms = (float)(b->ms - a->ms);
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) {
@@ -770,81 +723,4 @@ const char *cudaGetErrorName(cudaError_t e) {
 }
 const char *cudaGetErrorString(cudaError_t e) {
     return e == cudaSuccess ? "no error" : "error in the CPU emulator";
-}
-
-// ---- cuBLAS subset ------------------------------------------------------------
-
-struct cublasContext {
-    cudaStream_t stream;
-};
-
-cublasStatus_t cublasCreate_v2(cublasHandle_t *h) {
-    *h = new cublasContext{nullptr};
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
-    delete h;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
-    h->stream = s;
-    return CUBLAS_STATUS_SUCCESS;
-}
-cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t, void *, size_t) {
-    return CUBLAS_STATUS_SUCCESS;
-}
-const char *cublasGetStatusName(cublasStatus_t s) {
-    return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_EMULATED";
-}
-const char *cublasGetStatusString(cublasStatus_t s) {
-    return s == CUBLAS_STATUS_SUCCESS ? "success" : "unsupported in the CPU emulator";
-}
-
-// FP32 copy of a column-major operand (rows x cols, leading dimension ld).
-static float *as_f32(const void *p, cudaDataType t, size_t rows, size_t cols, int ld) {
-    float *f = (float *)malloc((size_t)ld * cols * sizeof *f + 4);
-    for (size_t c = 0; f && c < cols; c++)
-        for (size_t r = 0; r < rows; r++) {
-            const size_t i = r + c * (size_t)ld;
-            f[i] = t == CUDA_R_16BF ? __bfloat162float(((const __nv_bfloat16 *)p)[i])
-                                    : ((const float *)p)[i];
-        }
-    return f;
-}
-
-// Column-major C[m,n] = alpha op(A)[m,k] op(B)[k,n] + beta C through OpenBLAS
-// sgemm on FP32 copies of the operands (BF16 ones widened exactly).
-cublasStatus_t cublasGemmEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m,
-                            int n, int k, const void *alpha, const void *A, cudaDataType at,
-                            int lda, const void *B, cudaDataType bt, int ldb, const void *beta,
-                            void *C, cudaDataType ct, int ldc, cublasComputeType_t,
-                            cublasGemmAlgo_t) {
-    E.calls.gemms += !E.capture;
-    if (ct != CUDA_R_32F || (at != CUDA_R_32F && at != CUDA_R_16BF) ||
-        (bt != CUDA_R_32F && bt != CUDA_R_16BF))
-        return CUBLAS_STATUS_NOT_SUPPORTED;
-    const bool tA = ta != CUBLAS_OP_N, tB = tb != CUBLAS_OP_N;
-    const float al = *(const float *)alpha, be = *(const float *)beta; // host pointer mode
-    auto gemm = [=]() {
-        float *Af = as_f32(A, at, tA ? k : m, tA ? m : k, lda);
-        float *Bf = as_f32(B, bt, tB ? n : k, tB ? k : n, ldb);
-        if (Af && Bf) {
-            if (be == 0.0f) // C may hold NaN poison: never read it
-                for (int j = 0; j < n; j++)
-                    memset((float *)C + (size_t)j * ldc, 0, (size_t)m * sizeof(float));
-            cblas_sgemm(CblasColMajor, tA ? CblasTrans : CblasNoTrans,
-                        tB ? CblasTrans : CblasNoTrans, m, n, k, al, Af, lda, Bf, ldb, be,
-                        (float *)C, ldc);
-        }
-        free(Af), free(Bf);
-        return Af && Bf;
-    };
-    if (E.capture) { // a node: the operands are read at each replay
-        vw_emu_capture([gemm]() {
-            if (!gemm())
-                die("out of memory in a replayed GEMM");
-        });
-        return CUBLAS_STATUS_SUCCESS;
-    }
-    return gemm() ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
