@@ -1,5 +1,5 @@
 // attention_tc.cu — gated tree attention on tensor cores, FlashAttention-2
-// style: the path of the bf16 and bf16x2 precisions (docs/cuda.md "Attention
+// style: the path of the bf16 and bf16x2 precisions (docs/cuda-mixers.md "Attention
 // on tensor cores"); attention.cu's FP32 SIMT kernel is the fp32 precision
 // and the fallback for other shapes. CPU reference: attn_head and attn_layer
 // in core/model/backbone_layers.c (docs/spec/backbone.md §3.4 steps 5-6).

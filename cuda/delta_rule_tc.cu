@@ -1,5 +1,5 @@
 // delta_rule_tc.cu — the chunked gated delta rule with its products on tensor
-// cores: the path of the bf16 and bf16x2 precisions (docs/cuda.md "The delta
+// cores: the path of the bf16 and bf16x2 precisions (docs/cuda-mixers.md "The delta
 // rule"); delta_rule.cu's FP32 SIMT kernels are the fp32 precision and the
 // fallback for other shapes. Three kernels after flash-linear-attention's
 // chunked gated delta rule (CPU reference: vw_gdn_chunked / chunk_head in

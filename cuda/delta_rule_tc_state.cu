@@ -1,5 +1,5 @@
 // delta_rule_tc_state.cu — the delta rule's state pass on tensor cores (the
-// bf16 and bf16x2 precisions; docs/cuda.md "The delta rule"), after
+// bf16 and bf16x2 precisions; docs/cuda-mixers.md "The delta rule"), after
 // flash-linear-attention's chunk_delta_h: the only loop over a sequence's
 // chunks, and it does nothing else than (CPU: chunk_head in
 // core/model/delta_rule.c)
