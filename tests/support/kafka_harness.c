@@ -140,6 +140,11 @@ int vw_kh_spawn(const char *name, char *const *args, char *const *extra_env, vw_
     return spawn(name, args, extra_env, -1, p);
 }
 
+int vw_kh_spawn_bin(const char *bin, const char *name, char *const *args, char *const *extra_env,
+                    vw_kh_proc *p) {
+    return spawn_bin(bin, name, args, extra_env, -1, p);
+}
+
 int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env, vw_kh_proc *p) {
     char *args[] = {"run", "--config", (char *)cfg, NULL};
     return spawn(name, args, extra_env, -1, p);
@@ -308,7 +313,7 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
 }
 
 /* A loopback port nobody listens on now (the kernel's choice). */
-static int free_port(void) {
+int vw_kh_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -320,7 +325,7 @@ static int free_port(void) {
     return port;
 }
 
-static bool listening(int port) {
+bool vw_kh_listening(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port),
@@ -335,7 +340,7 @@ int vw_kh_tansu_start(const char *topics, vw_kh_broker *b) {
     const char *bin = getenv("VW_TANSU");
     memset(b, 0, sizeof *b);
     b->control_fd = -1;
-    int port = free_port();
+    int port = vw_kh_free_port();
     if (!bin || !*bin || port < 0) {
         fprintf(stderr, "kafka_harness: VW_TANSU is not set (scripts/peers installs Tansu)\n");
         return -1;
@@ -350,7 +355,7 @@ int vw_kh_tansu_start(const char *topics, vw_kh_broker *b) {
         return -1;
     b->pid = p.pid;
     int64_t end = vw_kh_now_ms() + 10000;
-    while (!listening(port) && vw_kh_now_ms() < end)
+    while (!vw_kh_listening(port) && vw_kh_now_ms() < end)
         vw_kh_sleep_ms(20);
     /* "name:parts,..." -> tansu topic create NAME --broker URL --partitions N */
     char spec[256];
@@ -440,8 +445,8 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         c->offsets[i] = m->offset;
 }
 
-static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const char *group,
-                          void *opaque) {
+static rd_kafka_t *client_conf(rd_kafka_type_t type, const char *bootstrap, const char *group,
+                               void *opaque, const char *const *props) {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr);
@@ -455,6 +460,18 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
         rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
         rd_kafka_conf_set_opaque(conf, opaque);
     }
+    for (size_t i = 0; props && props[i]; i++) {
+        char kv[256];
+        snprintf(kv, sizeof kv, "%s", props[i]);
+        char *eq = strchr(kv, '=');
+        if (eq)
+            *eq = 0;
+        if (!eq || rd_kafka_conf_set(conf, kv, eq + 1, errstr, sizeof errstr)) {
+            fprintf(stderr, "kafka_harness: %s: %s\n", props[i], eq ? errstr : "not key=value");
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
     rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
     if (!rk) {
         fprintf(stderr, "kafka_harness: rd_kafka_new: %s\n", errstr);
@@ -463,10 +480,20 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
     return rk;
 }
 
+static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const char *group,
+                          void *opaque) {
+    return client_conf(type, bootstrap, group, opaque, NULL);
+}
+
 int vw_kh_produce(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
                   int32_t *partitions, int64_t *offsets) {
+    return vw_kh_produce_conf(bootstrap, topic, msgs, n, NULL, partitions, offsets);
+}
+
+int vw_kh_produce_conf(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
+                       const char *const *props, int32_t *partitions, int64_t *offsets) {
     dr_ctx c = {partitions, offsets, 0};
-    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, bootstrap, NULL, &c);
+    rd_kafka_t *rk = client_conf(RD_KAFKA_PRODUCER, bootstrap, NULL, &c, props);
     if (!rk)
         return -1;
     for (size_t i = 0; i < n; i++) {
