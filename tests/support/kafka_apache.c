@@ -138,8 +138,12 @@ int vw_kh_kafka_start_opts(int nodes, const char *topics, const vw_kh_kafka_opts
     k->nodes = nodes;
     char n[8];
     snprintf(n, sizeof n, "%d", nodes);
-    char *args[] = {"init", n, k->dir, o && o->sasl_ssl_dir ? "--sasl-ssl" : NULL,
-                    o ? (char *)o->sasl_ssl_dir : NULL, NULL};
+    char *args[] = {"init",
+                    n,
+                    k->dir,
+                    o && o->sasl_ssl_dir ? "--sasl-ssl" : NULL,
+                    o ? (char *)o->sasl_ssl_dir : NULL,
+                    NULL};
     int64_t t0 = vw_kh_now_ms();
     vw_kh_proc init;
     if (vw_kh_spawn_bin(SCRIPT, "kafka-init", args, NULL, &init) || vw_kh_stop(&init, 0, 180000)) {
@@ -177,8 +181,7 @@ int vw_kh_kafka_start_opts(int nodes, const char *topics, const vw_kh_kafka_opts
             "kafka_apache: %d node(s) at %s: format %lld ms, start %lld ms, topics %lld ms; "
             "resident %ld/%ld/%ld MiB\n",
             nodes, k->broker.bootstrap, (long long)k->format_ms, (long long)k->start_ms,
-            (long long)k->topics_ms, k->rss_kb[0] / 1024, k->rss_kb[1] / 1024,
-            k->rss_kb[2] / 1024);
+            (long long)k->topics_ms, k->rss_kb[0] / 1024, k->rss_kb[1] / 1024, k->rss_kb[2] / 1024);
     return 0;
 fail:
     for (int i = 0; i < nodes; i++)
@@ -299,8 +302,7 @@ int vw_kh_kafka_leader(const vw_kh_kafka *k, const char *topic, int partition) {
     return leader >= 1 && leader <= k->nodes ? leader : -1;
 }
 
-int vw_kh_kafka_wait_in_sync(const vw_kh_kafka *k, const char *topic, int n_parts,
-                             int timeout_ms) {
+int vw_kh_kafka_wait_in_sync(const vw_kh_kafka *k, const char *topic, int n_parts, int timeout_ms) {
     rd_kafka_t *rk = admin_client(k->broker.bootstrap);
     char *names[1] = {(char *)topic};
     int parts[1] = {n_parts};

@@ -41,16 +41,16 @@ typedef struct vw_kh_kafka_opts {
 } vw_kh_kafka_opts;
 
 typedef struct vw_kh_kafka {
-    int nodes;                                   /* 1 or 3; node ids 1..nodes */
-    char dir[256];                               /* the cluster's folder */
-    vw_kh_broker broker;                         /* .bootstrap: the PLAINTEXT listeners
-                                                    (vw_kh_write_config, vw_kh_produce);
-                                                    no pid: stop with vw_kh_kafka_stop */
-    char sasl_bootstrap[256];                    /* "localhost:P,..." (SASL_SSL), or "" */
-    int port[VW_KH_KAFKA_MAX_NODES];             /* node i+1's PLAINTEXT port */
-    vw_kh_proc node[VW_KH_KAFKA_MAX_NODES];      /* node i+1's JVM; pid 0 while down */
-    int64_t format_ms, start_ms, topics_ms;      /* startup cost, printed by start */
-    long rss_kb[VW_KH_KAFKA_MAX_NODES];          /* resident set once started */
+    int nodes;                              /* 1 or 3; node ids 1..nodes */
+    char dir[256];                          /* the cluster's folder */
+    vw_kh_broker broker;                    /* .bootstrap: the PLAINTEXT listeners
+                                               (vw_kh_write_config, vw_kh_produce);
+                                               no pid: stop with vw_kh_kafka_stop */
+    char sasl_bootstrap[256];               /* "localhost:P,..." (SASL_SSL), or "" */
+    int port[VW_KH_KAFKA_MAX_NODES];        /* node i+1's PLAINTEXT port */
+    vw_kh_proc node[VW_KH_KAFKA_MAX_NODES]; /* node i+1's JVM; pid 0 while down */
+    int64_t format_ms, start_ms, topics_ms; /* startup cost, printed by start */
+    long rss_kb[VW_KH_KAFKA_MAX_NODES];     /* resident set once started */
 } vw_kh_kafka;
 
 /* NULL when Apache Kafka can run ($VW_KAFKA names the jars' folder), else
@@ -72,8 +72,7 @@ int vw_kh_kafka_leader(const vw_kh_kafka *k, const char *topic, int partition);
 
 /* Waits until every partition 0..n_parts-1 of topic has a leader and all
  * `nodes` replicas in sync (after a restart: the node caught up). */
-int vw_kh_kafka_wait_in_sync(const vw_kh_kafka *k, const char *topic, int n_parts,
-                             int timeout_ms);
+int vw_kh_kafka_wait_in_sync(const vw_kh_kafka *k, const char *topic, int n_parts, int timeout_ms);
 
 /* kill -9 of node id (1..nodes); its pid is reaped. */
 int vw_kh_kafka_kill_node(vw_kh_kafka *k, int id);
