@@ -42,7 +42,7 @@ static rd_kafka_t *admin_client(const char *bootstrap) {
     char err[256];
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     if (rd_kafka_conf_set(c, "bootstrap.servers", bootstrap, err, sizeof err) ||
-        rd_kafka_conf_set(c, "log_level", "3", err, sizeof err)) {
+        rd_kafka_conf_set(c, "log_level", "2", err, sizeof err)) {
         rd_kafka_conf_destroy(c);
         return NULL;
     }
