@@ -1,9 +1,11 @@
 /* test_kafka_apache.c — the worker on Apache Kafka 4 (KRaft, the jars of
- * scripts/kafka; $VW_KAFKA names them, tests/support/kafka_apache.h), one
- * cluster per test: end to end with rejections and lz4/zstd input, the DLQ
- * and a replay of an offset range, SASL/SCRAM-SHA-512 over TLS with
+ * scripts/kafka; $VW_KAFKA names them, tests/support/kafka_apache.h): end to end with rejections
+ * and lz4/zstd input, the DLQ and a replay of an offset range, SASL/SCRAM-SHA-512 over TLS with
  * config/worker.sasl_ssl.example.yaml (and a wrong password), static
- * membership, KIP-848 groups. Every test prints its figures (vw_rel_print)
+ * membership, KIP-848 groups, transactional fencing. One cluster per test:
+ * Criterion runs each test in its own process, and a test that kills or
+ * restarts nodes must not disturb another (a node starts in 3.5-10 s,
+ * two tests at a time). Every test prints its figures (vw_rel_print)
  * for docs/reliability.md "Apache Kafka". Without $VW_KAFKA every test skips. */
 #include "kafka_apache.h"
 #include "kafka_conf.h"
