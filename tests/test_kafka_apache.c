@@ -302,13 +302,18 @@ Test(kafka_apache, static_membership_restart_keeps_partitions) {
                      NULL};
     char *env_b[] = {"VELA_KAFKA_CONSUMER_GROUP_INSTANCE_ID=worker-b", "VW_TEST_ECHO_DELAY_MS=20",
                      NULL};
+    /* A first, alone: under the classic protocol it is the group's leader (the
+     * member that computes the assignment); the restarted one is B. */
     cr_assert_eq(vw_kh_worker_start("worker-a", cfg, env_a, &a), 0);
+    cr_assert_eq(wait_assigned(&a, 1, 60000), 0);
     cr_assert_eq(vw_kh_worker_start("worker-b", cfg, env_b, &b), 0);
     /* Both hold work and the group is stable (4 partitions between them). */
     int64_t end = vw_kh_now_ms() + 60000;
-    while (assigned(&a) + assigned(&b) < PARTS || !assigned(&a) || !assigned(&b))
+    while (assigned(&a) + assigned(&b) < PARTS || !assigned(&a) || !assigned(&b)) {
         cr_assert_lt(vw_kh_now_ms(), end, "both workers own partitions (%d, %d)", assigned(&a),
                      assigned(&b));
+        vw_kh_sleep_ms(20);
+    }
     vw_kh_sleep_ms(2000);
     int a_before = assigned(&a), b_before = assigned(&b);
     int a_revoked = vw_kh_count_log(&a, "\"msg\":\"partition revoked\"");
