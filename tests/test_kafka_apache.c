@@ -302,8 +302,8 @@ Test(kafka_apache, static_membership_restart_keeps_partitions) {
                      NULL};
     char *env_b[] = {"VELA_KAFKA_CONSUMER_GROUP_INSTANCE_ID=worker-b", "VW_TEST_ECHO_DELAY_MS=20",
                      NULL};
-    /* A first, alone: under the classic protocol it is the group's leader (the
-     * member that computes the assignment); the restarted one is B. */
+    /* A first, alone, then B. (Restarting A, the classic group's leader,
+     * instead gave the same: partitions back in 0.4 s, B untouched.) */
     cr_assert_eq(vw_kh_worker_start("worker-a", cfg, env_a, &a), 0);
     cr_assert_eq(wait_assigned(&a, 1, 60000), 0);
     cr_assert_eq(vw_kh_worker_start("worker-b", cfg, env_b, &b), 0);
@@ -315,7 +315,10 @@ Test(kafka_apache, static_membership_restart_keeps_partitions) {
         vw_kh_sleep_ms(20);
     }
     vw_kh_sleep_ms(2000);
-    int a_before = assigned(&a), b_before = assigned(&b);
+    /* What B holds: its assignments less its revocations (a cooperative
+     * rebalance can give a member partitions in two rounds). */
+    int a_before = assigned(&a),
+        b_held = assigned(&b) - vw_kh_count_log(&b, "\"msg\":\"partition revoked\"");
     int a_revoked = vw_kh_count_log(&a, "\"msg\":\"partition revoked\"");
     enum { N = 400 };
     cr_assert_eq(vw_rel_produce(k.broker.bootstrap, 0, N, PARTS, "m", VW_REL_ECHO_VALUE), 0);
@@ -323,7 +326,8 @@ Test(kafka_apache, static_membership_restart_keeps_partitions) {
     cr_assert_eq(vw_kh_stop(&b, SIGTERM, 30000), 0, "SIGTERM: drained, exit 0");
     int64_t t0 = vw_kh_now_ms();
     cr_assert_eq(vw_kh_worker_start("worker-b2", cfg, env_b, &b), 0);
-    cr_assert_eq(wait_assigned(&b, b_before, 30000), 0, "the restarted worker gets partitions");
+    cr_assert_eq(wait_assigned(&b, b_held, 30000), 0,
+                 "the restarted worker gets its %d partitions back", b_held);
     int64_t back_ms = vw_kh_now_ms() - t0;
     vw_rel_report r = vw_rel_collect(k.broker.bootstrap, "results", "m", N, 120000);
     int committed =
