@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_args.h"
 #include "commands.h"
 #include "stop_signals.h"
 #include "service/config.h"
@@ -208,6 +209,16 @@ typedef struct args {
     bound from, to;
 } args;
 
+static int bad_bound(const char *opt, const char *v) {
+    char why[300];
+    snprintf(why, sizeof why, "%s '%.200s': expected an offset, @ms, YYYY-MM-DDTHH:MM:SSZ%s", opt,
+             v, strcmp(opt, "--to") ? "" : " or end");
+    vw_cli_usage_error("replay", why, usage);
+    return -2;
+}
+
+/* 0: run; 1: --help printed; -1: usage error (usage to print); -2: usage
+ * error already said. */
 static int parse_args(int argc, char **argv, args *a) {
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"topic", required_argument, 0, 't'},
@@ -223,7 +234,8 @@ static int parse_args(int argc, char **argv, args *a) {
     memset(a, 0, sizeof *a);
     a->partition = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             a->config = optarg;
@@ -241,21 +253,35 @@ static int parse_args(int argc, char **argv, args *a) {
             a->results_topic = optarg;
             break;
         case 'f':
-            have_from = !parse_bound(optarg, false, &a->from);
+            if (parse_bound(optarg, false, &a->from))
+                return bad_bound("--from", optarg);
+            have_from = true;
             break;
         case 'e':
-            have_to = !parse_bound(optarg, true, &a->to);
+            if (parse_bound(optarg, true, &a->to))
+                return bad_bound("--to", optarg);
+            have_to = true;
             break;
         case 'h':
             usage(stdout);
             return 1;
         default:
-            return -1;
+            vw_cli_getopt_error("replay", c, argv, usage);
+            return -2;
         }
     }
-    if (!a->config || !a->topic || !have_from || !have_to || (a->out && a->results_topic) ||
-        optind != argc)
-        return -1;
+    if (optind != argc) {
+        vw_cli_bad_arg("replay", argv[optind], usage);
+        return -2;
+    }
+    if (!a->config || !a->topic || !have_from || !have_to) {
+        vw_cli_usage_error("replay", "--config, --topic, --from and --to are required", usage);
+        return -2;
+    }
+    if (a->out && a->results_topic) {
+        vw_cli_usage_error("replay", "--out and --results-topic exclude each other", usage);
+        return -2;
+    }
     /* Two offsets or two times compare as given: a range that ends before it
      * starts is a mistake, not an empty replay (a time and an offset compare
      * only once resolved, per partition: such a range is cut to empty). */
@@ -296,7 +322,7 @@ int vw_cmd_replay(int argc, char **argv) {
     args a;
     int p = parse_args(argc, argv, &a);
     if (p) {
-        if (p < 0)
+        if (p == -1)
             usage(stderr);
         return p < 0 ? 2 : 0;
     }

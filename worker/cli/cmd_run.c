@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "commands.h"
 #include "stop_signals.h"
 #include "service/config.h"
@@ -81,21 +82,21 @@ int vw_cmd_run(int argc, char **argv) {
     const char *path = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
         if (c == 'c') {
             path = optarg;
         } else if (c == 'h') {
             usage(stdout);
             return 0;
         } else {
-            usage(stderr);
-            return 2;
+            return vw_cli_getopt_error("run", c, argv, usage);
         }
     }
-    if (!path || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind != argc)
+        return vw_cli_bad_arg("run", argv[optind], usage);
+    if (!path)
+        return vw_cli_usage_error("run", "--config FILE is required", usage);
     vw_config *cfg = NULL;
     vw_err err = {0};
     if (vw_config_load(path, environ, &cfg, &err)) {
