@@ -184,3 +184,33 @@ Test(metrics, healthz_answers_once_the_idle_connections_time_out) {
     unflood(fds);
     stop(&s);
 }
+
+/* Histogram bounds are written as the numbers they are (issue 33 item 6):
+ * "%g" wrote the top batch_tokens bound 1048576 as le="1.04858e+06", a
+ * different number to a Prometheus client. Every bound must read back as
+ * itself, with no exponent, and the top one is the exact 1048576. */
+Test(metrics, bucket_bounds_are_exact) {
+    vw_metrics *m = vw_metrics_new();
+    cr_assert_not_null(m);
+    vw_metrics_observe(m, VW_H_BATCH_TOKENS, 1000000);
+    char *text = vw_metrics_render(m, NULL);
+    cr_assert_not_null(text);
+    cr_assert(strstr(text, "vela_worker_batch_tokens_bucket{le=\"1048576\"} 1\n"), "%s", text);
+    int bounds = 0;
+    for (const char *p = strstr(text, "le=\""); p; p = strstr(p + 1, "le=\"")) {
+        const char *v = p + 4, *end = strchr(v, '"');
+        cr_assert_not_null(end);
+        if (!strncmp(v, "+Inf", 4))
+            continue;
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - v), v);
+        cr_assert_null(strpbrk(buf, "eE"), "bound %s has an exponent", buf);
+        char *stop = NULL;
+        strtod(buf, &stop);
+        cr_assert_eq(*stop, 0, "bound %s is a number", buf);
+        bounds++;
+    }
+    cr_assert_gt(bounds, 10);
+    free(text);
+    vw_metrics_free(m);
+}

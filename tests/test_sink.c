@@ -214,3 +214,25 @@ Test(sink, replay_lines_to_a_file) {
     teardown(&f);
     fclose(out);
 }
+
+/* The dead-letter warning says why (issue 33 item 6: it named the type only,
+ * so the reason was in the DLQ's header and nowhere in the log). */
+Test(sink, dead_letter_warning_gives_its_reason) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    f.e.log.out = log; /* the sink borrows the log: this is its output from now on */
+    ready(&f, 0, 0, "dead-2", NULL);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    teardown(&f);
+    rewind(log);
+    char line[1024];
+    bool seen = false;
+    while (fgets(line, sizeof line, log))
+        seen = seen || (strstr(line, "dead letter request_id=\"dead-2\"") &&
+                        strstr(line, "type=boom reason=\"the processor failed\""));
+    fclose(log);
+    cr_assert(seen, "the warning names the reason");
+}

@@ -107,8 +107,9 @@ static void dead_letter(vw_sink *s, vw_item *it) {
     add_header(h, VW_HDR_ERROR, msg, strlen(msg));
     add_header(h, VW_HDR_ERROR_TYPE, type, strlen(type));
     it->dead_letter = true;
-    VW_LOG(s->o.log, VW_LOG_WARN, "producer", "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s",
-           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, type);
+    VW_LOG(s->o.log, VW_LOG_WARN, "producer",
+           "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s reason=\"%s\"", it->request_id,
+           s->o.topic, (int)it->partition, (long long)it->offset, type, msg);
     rd_kafka_resp_err_t e = send_msg(s, s->o.cfg->topics.dlq, it, it->value, it->value_len, h);
     if (e) {
         rd_kafka_headers_destroy(h);

@@ -454,12 +454,12 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
     if (!st)
         st = vw_replay_assign(w->source, w->ledger, w->ranges, n_ranges, w->topic, w->log, l,
                               &total, err);
-    int64_t t0 = vw_now_ms(), next_report = t0;
+    int64_t t0 = vw_now_ms(), next_report = t0 + 1000; /* the first after a second */
     while (!st && !*stop_flag && !vw_fault_raised(&w->fault)) {
         step(w);
         bool done = (!l->cnt || vw_replay_consumed(w->source, w->ranges, n_ranges, l)) && idle(w);
         if (done || vw_now_ms() >= next_report) {
-            vw_replay_progress(vw_sink_done(w->sink), total, t0, done);
+            vw_replay_progress(stderr, vw_sink_done(w->sink), total, t0, done);
             next_report = vw_now_ms() + 1000;
         }
         if (done)
@@ -468,12 +468,12 @@ vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n
     vw_err cause = {0};
     if (!st && vw_fault_cause(&w->fault, &cause)) {
         /* The first cause (fault.h), its status kept. */
-        vw_replay_progress(vw_sink_done(w->sink), total, t0, true);
+        vw_replay_progress(stderr, vw_sink_done(w->sink), total, t0, true);
         st = VW_FAIL(err, cause.status, "replay_stopped",
                      "replay stopped before the end (%zu of %zu records): %s (%s)",
                      vw_sink_done(w->sink), total, cause.msg, cause.type);
     } else if (!st && *stop_flag) {
-        vw_replay_progress(vw_sink_done(w->sink), total, t0, true);
+        vw_replay_progress(stderr, vw_sink_done(w->sink), total, t0, true);
         st = VW_FAIL(err, VW_ETRANSIENT, "replay_stopped",
                      "replay stopped before the end (%zu of %zu records)", vw_sink_done(w->sink),
                      total);

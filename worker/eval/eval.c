@@ -36,6 +36,12 @@ void vw_eval_problem_print(FILE *log, const char *file, uint64_t line, const cha
     vw_sbuf_free(&sb);
 }
 
+/* a comes before b: by file name, then line number. */
+static bool problem_before(const vw_eval_problem *a, const vw_eval_problem *b) {
+    int c = strcmp(a->file, b->file);
+    return c < 0 || (c == 0 && a->line < b->line);
+}
+
 static void problem(run *x, const char *file, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -46,11 +52,31 @@ static void problem(run *x, const char *file, uint64_t line, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(p.msg, sizeof p.msg, fmt, ap);
     va_end(ap);
-    if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
-        r->problems[r->n_problems++] = p;
-    if (x->o->log && r->problems_total < x->o->log_max)
-        vw_eval_problem_print(x->o->log, file, line, p.msg);
     r->problems_total++;
+    /* Kept in (file, line) order, the first VW_EVAL_KEEP_PROBLEMS of it: a
+     * labels line is found when its result is read, so in the results'
+     * order (labels.jsonl:108 came before :32). Equal places keep the order
+     * they were found in. */
+    size_t at = r->n_problems;
+    while (at > 0 && problem_before(&p, &r->problems[at - 1]))
+        at--;
+    if (at >= VW_EVAL_KEEP_PROBLEMS)
+        return;
+    size_t n = r->n_problems < VW_EVAL_KEEP_PROBLEMS ? r->n_problems : VW_EVAL_KEEP_PROBLEMS - 1;
+    memmove(&r->problems[at + 1], &r->problems[at], (n - at) * sizeof p);
+    r->problems[at] = p;
+    if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
+        r->n_problems++;
+}
+
+/* The kept problems, in order, then how many more there were. */
+static void print_problems(const vw_eval_opts *o, const vw_eval_report *r) {
+    size_t shown = r->n_problems < o->log_max ? r->n_problems : o->log_max;
+    for (size_t i = 0; i < shown; i++)
+        vw_eval_problem_print(o->log, r->problems[i].file, r->problems[i].line, r->problems[i].msg);
+    if (r->problems_total > shown)
+        fprintf(o->log, "eval: %llu more problems not shown\n",
+                (unsigned long long)(r->problems_total - shown));
 }
 
 /* ---- per-file counts ----------------------------------------------------------- */
@@ -353,9 +379,8 @@ vw_status vw_eval_run(const vw_eval_opts *o, vw_eval_report **out, vw_err *err) 
         for (size_t i = 0; i < x.r->questions.ids.n; i++)
             vw_eval_q_finish(x.r->questions.q[i]);
         vw_eval_top_sort(&x.r->top);
-        if (o->log && x.r->problems_total > o->log_max)
-            fprintf(o->log, "eval: %llu more problems not shown\n",
-                    (unsigned long long)(x.r->problems_total - o->log_max));
+        if (o->log)
+            print_problems(o, x.r);
     }
     vw_eval_rec_free(&x.a);
     vw_eval_rec_free(&x.b);

@@ -227,15 +227,32 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     pthread_mutex_unlock(&m->lag_mu);
 }
 
+/* A bucket bound as Prometheus clients write it (Go's shortest form): a whole
+ * number in full, else the shortest decimal that reads back as the same
+ * double (1048576, 0.005; "%g" wrote 1.04858e+06, which is another number). */
+static const char *bound_text(double v, char buf[32]) {
+    if (v == (double)(int64_t)v) {
+        snprintf(buf, 32, "%lld", (long long)v);
+        return buf;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
 static void render_hist(vw_sbuf *sb, const hist_def *d, hist *x) {
+    char le[32];
     vw_sbuf_printf(sb, "# HELP vela_worker_%s %s\n# TYPE vela_worker_%s histogram\n", d->name,
                    d->help, d->name);
     uint64_t cum = 0;
     for (size_t b = 0; b <= d->n; b++) {
         cum += atomic_load(&x->buckets[b]);
         if (b < d->n)
-            vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"%g\"} %llu\n", d->name, d->le[b],
-                           (unsigned long long)cum);
+            vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"%s\"} %llu\n", d->name,
+                           bound_text(d->le[b], le), (unsigned long long)cum);
         else
             vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"+Inf\"} %llu\n", d->name,
                            (unsigned long long)cum);
