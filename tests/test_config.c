@@ -129,7 +129,6 @@ Test(config, env_overrides) {
                     "VELA_METRICS_LISTEN=0.0.0.0:1",
                     "VELA_LOG_LEVEL=warn",
                     "VELA_SHUTDOWN_GRACE_MS=7",
-                    "VELA_UNRELATED_THING=ignored",
                     "PATH=/bin",
                     NULL};
     vw_config *cfg = parse_ok(minimal, envp);
@@ -164,7 +163,9 @@ Test(config, env_errors_name_the_variable) {
     char *unknown[] = {"VELA_BATCHING_MAX_TOKEN=5", NULL};
     parse_bad(minimal, unknown, "VELA_BATCHING_MAX_TOKEN (environment): unknown key");
     char *bad_prop[] = {"VELA_KAFKA_NO_SUCH_PROPERTY=1", NULL};
-    parse_bad(minimal, bad_prop, "kafka.no.such.property");
+    parse_bad(minimal, bad_prop,
+              "VELA_KAFKA_NO_SUCH_PROPERTY (environment): No such "
+              "configuration property");
 }
 
 Test(config, unknown_key_names_key_and_line) {
@@ -588,12 +589,12 @@ Test(config, run_names_model_bundle_when_it_is_missing) {
     char out[16384];
     int rc = run_worker("VELA_MODEL_BUNDLE=", out, sizeof out);
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
-    cr_assert(strstr(out, "config/worker.example.yaml: model.bundle: not set: the bundle "
+    cr_assert(strstr(out, "vela-worker run: VELA_MODEL_BUNDLE (environment): not set: the bundle "
                           "directory"),
               "%s", out);
     rc = run_worker("VELA_MODEL_BUNDLE=/nonexistent/bundle", out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
-    cr_assert(strstr(out, "model.bundle: bundle directory '/nonexistent/bundle': No such file or "
-                          "directory"),
+    cr_assert(strstr(out, "vela-worker run: VELA_MODEL_BUNDLE (environment): bundle directory "
+                          "'/nonexistent/bundle': No such file or directory (missing_file)\n"),
               "%s", out);
 }

@@ -2,6 +2,7 @@
  * its processor, metrics endpoint and signal handling. */
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,9 +29,21 @@ static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker run --config FILE\n"
                "  Consumes topics.input in the kafka group, answers every request record with\n"
                "  one result record, commits offsets after delivery. SIGTERM/SIGINT drain and\n"
-               "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file.\n"
-               "  Exit 2: a configuration error (the file, or a librdkafka property its\n"
-               "  clients refuse, checked before the model loads); 1: any other failure.\n");
+               "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file;\n"
+               "  relative paths in the file are from its directory.\n"
+               "  Exit 2: a configuration error (the file, a VELA_* variable, or a librdkafka\n"
+               "  property its clients refuse, checked before the model loads); 1: any other\n"
+               "  failure.\n");
+}
+
+/* A start-up error, in the voice of the configuration's own errors
+ * ("SOURCE: KEY: reason", plain, before any log line) and, but for those, its
+ * type (manifest_mismatch, missing_file, ...); returns rc. */
+static int start_error(const char *where, const vw_err *err, int rc) {
+    bool config = !strcmp(err->type, "config_invalid");
+    fprintf(stderr, "vela-worker run: %s%s%s%s%s%s\n", where ? where : "", where ? ": " : "",
+            err->msg, config ? "" : " (", config ? "" : err->type, config ? "" : ")");
+    return rc;
 }
 
 /* Config, log, metrics endpoint and processor; the worker itself runs in run(). */
@@ -40,35 +53,41 @@ static int run(const vw_config *cfg, const vw_log *log) {
     vw_processor *proc = NULL;
     vw_worker *w = NULL;
     int rc = 1, port = -1;
+    char where[300];
     if (!metrics) {
-        VW_LOG(log, VW_LOG_ERROR, "run", "out of memory");
+        fprintf(stderr, "vela-worker run: out of memory\n");
         return 1;
     }
     /* librdkafka's checks that wait for a client (SSL files, SASL) come
      * before the model loads: a config error, exit 2 (worker.h). */
     if (vw_worker_check(cfg, log, false, &err)) {
-        rc = err.status == VW_EINVAL ? 2 : 1;
-        goto fail;
+        rc = start_error(NULL, &err, err.status == VW_EINVAL ? 2 : 1);
+        goto done;
     }
-    if (cfg->metrics.listen[0]) {
-        if (vw_metrics_serve(metrics, cfg->metrics.listen, &port, &err))
-            goto fail;
-        VW_LOG(log, VW_LOG_INFO, "run", "metrics listening port=%d listen=%s", port,
-               cfg->metrics.listen);
+    if (cfg->metrics.listen[0] && vw_metrics_serve(metrics, cfg->metrics.listen, &port, &err)) {
+        vw_config_where(cfg, "metrics", "listen", where, sizeof where);
+        rc = start_error(where, &err, err.status == VW_EINVAL ? 2 : 1);
+        goto done;
     }
     if (vw_processor_open(cfg, log, &proc, &err)) {
-        rc = err.status == VW_EINVAL && !strcmp(err.type, "config_invalid") ? 2 : 1;
-        goto fail;
+        rc = start_error(NULL, &err,
+                         err.status == VW_EINVAL && !strcmp(err.type, "config_invalid") ? 2 : 1);
+        goto done;
     }
-    if (vw_worker_new(cfg, log, proc, metrics, &w, &err))
-        goto fail;
-    if (vw_worker_run(w, &stop_requested, &err))
-        goto fail;
+    if (vw_worker_new(cfg, log, proc, metrics, &w, &err)) {
+        rc = start_error(NULL, &err, err.status == VW_EINVAL ? 2 : 1);
+        goto done;
+    }
+    /* The log starts here: every start-up error above is a plain line. */
+    if (port >= 0)
+        VW_LOG(log, VW_LOG_INFO, "run", "metrics listening port=%d listen=%s", port,
+               cfg->metrics.listen);
+    if (vw_worker_run(w, &stop_requested, &err)) {
+        VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s at=%s", err.msg, err.type, err.where);
+        goto done;
+    }
     VW_LOG(log, VW_LOG_INFO, "run", "stopped cleanly");
     rc = 0;
-    goto done;
-fail:
-    VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s at=%s", err.msg, err.type, err.where);
 done:
     vw_worker_free(w);
     vw_processor_free(proc);

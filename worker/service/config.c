@@ -2,6 +2,7 @@
  * opens Kafka connections (librdkafka properties are only checked against a
  * scratch rd_kafka_conf_t so typos fail at start-up with their line). */
 #include "config.h"
+#include "config_paths.h"
 #include "device.h"
 #include "metrics.h"
 #include "model/bundle.h"
@@ -416,14 +417,17 @@ static vw_status apply_env_var(parse_ctx *c, const char *name, const char *value
             return set_field(c, &fields[i], value, 0, name);
         }
     }
-    /* VELA_<known section>_<unknown key> is a typo; other VELA_* names are not ours. */
+    /* Every VELA_* name is ours: a typo in the key or in the section fails
+     * as it would in the file (VELA_BATCHNG_MAX_TOKENS was ignored). */
     for (size_t i = 0; i < N_FIELDS; i++) {
         field_env_name(&fields[i], envname, sizeof envname);
         size_t sl = 5 + strlen(fields[i].section) + 1;
         if (!strncmp(name, envname, sl))
             return bad(c, 0, name, "unknown key");
     }
-    return VW_OK;
+    return bad(c, 0, name,
+               "unknown section (VELA_<SECTION>_<KEY>: kafka, topics, model, "
+               "batching, processing, limits, delivery, metrics, log, shutdown)");
 }
 
 static vw_status apply_env(parse_ctx *c, char *const *envp) {
@@ -444,13 +448,34 @@ static vw_status apply_env(parse_ctx *c, char *const *envp) {
     return VW_OK;
 }
 
+/* librdkafka names the property it refused by its canonical name
+ * ("queue.buffering.max.ms" for linger.ms, an alias): the reason is given
+ * under the name the user wrote. The error came from setting that key alone,
+ * so the quoted property is the key or its alias. */
+static void user_name(char *errstr, size_t cap, const char *key) {
+    static const char tag[] = "property \"";
+    char *p = strstr(errstr, tag);
+    if (!p)
+        return;
+    p += sizeof tag - 1;
+    char *end = strchr(p, '"');
+    if (!end || ((size_t)(end - p) == strlen(key) && !strncmp(p, key, (size_t)(end - p))))
+        return;
+    char rest[512];
+    snprintf(rest, sizeof rest, "%s", end);
+    snprintf(p, cap - (size_t)(p - errstr), "%s%s", key, rest);
+}
+
 /* Each property must be one librdkafka knows, with a value it accepts. */
 static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *prefix,
                                   rd_kafka_conf_t *conf) {
     char errstr[512], what[300];
     for (size_t i = 0; i < l->n; i++) {
         const vw_kv *kv = &l->items[i];
-        snprintf(what, sizeof what, "%s.%s", prefix, kv->key);
+        if (kv->line == 0) /* an override: its variable */
+            vw_config_env_name(prefix, kv->key, what, sizeof what);
+        else
+            snprintf(what, sizeof what, "%s.%s", prefix, kv->key);
         for (size_t j = 0; j < sizeof pinned / sizeof pinned[0]; j++) {
             if (strcmp(kv->key, pinned[j].key))
                 continue;
@@ -460,8 +485,11 @@ static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *
             if (!ok)
                 return bad(c, kv->line, what, "the worker's delivery rule needs the default");
         }
-        if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+        if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) !=
+            RD_KAFKA_CONF_OK) {
+            user_name(errstr, sizeof errstr, kv->key);
             return bad(c, kv->line, what, errstr);
+        }
     }
     return VW_OK;
 }
@@ -491,7 +519,11 @@ static vw_status check_loops(parse_ctx *c) {
         const char *topic = *str_slot(c->cfg, f);
         if (!topic || strcmp(topic, cfg->topics.input))
             continue;
-        const field *at = c->line[f - fields] >= 0 ? f : in;
+        /* Name what made the loop: an override first (the file alone was
+         * fine, or the override would not be needed to show it), then the
+         * output topic the file sets, then the input. */
+        int out_line = c->line[f - fields], in_line = c->line[in - fields];
+        const field *at = out_line == 0 ? f : in_line == 0 ? in : out_line >= 0 ? f : in;
         int line = c->line[at - fields];
         snprintf(why, sizeof why,
                  "'%.128s' is both topics.input and topics.%s: the worker would consume %s "
@@ -504,11 +536,14 @@ static vw_status check_loops(parse_ctx *c) {
         if (strcmp(cfg->topics.reply_allow[i], cfg->topics.input))
             continue;
         int line = c->item_line ? c->item_line[i] : c->line[ra - fields];
+        const field *at = ra;
+        if (line != 0 && c->line[in - fields] == 0) /* VELA_TOPICS_INPUT made it a loop */
+            at = in, line = 0;
         snprintf(why, sizeof why,
                  "'%.128s' is topics.input: a reply-topic header naming it would feed results "
                  "back to the worker (a loop)",
                  cfg->topics.reply_allow[i]);
-        return bad(c, line, field_what(ra, line, what, sizeof what), why);
+        return bad(c, line, field_what(at, line, what, sizeof what), why);
     }
     return VW_OK;
 }
@@ -542,8 +577,19 @@ static vw_status validate(parse_ctx *c) {
             return VW_FAIL(c->err, VW_ENOMEM, "out_of_memory", "config");
         snprintf(cfg->topics.dlq, n, "%s.dlq", cfg->topics.input);
     }
-    if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms)
-        return bad(c, -1, "delivery.retry_backoff_max_ms", "must be >= delivery.retry_backoff_ms");
+    if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms) {
+        const field *mx = find_field("delivery", "retry_backoff_max_ms"),
+                    *mn = find_field("delivery", "retry_backoff_ms");
+        const field *at = c->line[mx - fields] == 0   ? mx
+                          : c->line[mn - fields] == 0 ? mn
+                          : c->line[mx - fields] > 0  ? mx
+                                                      : mn;
+        char what[128];
+        int line = c->line[at - fields];
+        return bad(c, line, field_what(at, line, what, sizeof what),
+                   at == mx ? "must be >= delivery.retry_backoff_ms"
+                            : "must be <= delivery.retry_backoff_max_ms");
+    }
     if (cfg->limits.max_request_tokens < 0)
         cfg->limits.max_request_tokens = VW_REQUEST_TOKENS_PER_BATCH * cfg->batching.max_tokens;
     return check_loops(c);
@@ -651,6 +697,8 @@ vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *
     if (!st)
         st = validate(&c);
     if (!st) {
+        _Static_assert(N_FIELDS <= VW_CONFIG_FIELD_SLOTS, "vw_config.set_at is too small");
+        memcpy(c.cfg->set_at, c.line, sizeof c.line);
         *out = c.cfg;
         c.cfg = NULL;
     }
@@ -662,6 +710,28 @@ done:
     free(c.item_line);
     vw_config_free(c.cfg);
     return st;
+}
+
+int vw_config_set_at(const vw_config *cfg, const char *section, const char *key) {
+    const field *f = find_field(section, key);
+    return f ? cfg->set_at[f - fields] : -1;
+}
+
+const char *vw_config_where(const vw_config *cfg, const char *section, const char *key, char *buf,
+                            size_t cap) {
+    const field *f = find_field(section, key);
+    int line = f ? cfg->set_at[f - fields] : -1;
+    if (line > 0) {
+        snprintf(buf, cap, "%s:%d: %s.%s", cfg->source, line, section, key);
+    } else if (line == 0) {
+        size_t n;
+        field_env_name(f, buf, cap);
+        n = strlen(buf);
+        snprintf(buf + n, cap - n, " (environment)");
+    } else {
+        snprintf(buf, cap, "%s: %s.%s", cfg->source, section, key);
+    }
+    return buf;
 }
 
 vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, vw_err *err) {
@@ -691,6 +761,10 @@ vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, v
         goto done;
     }
     st = vw_config_parse(buf, n, path, envp, out, err);
+    if (!st && (st = vw_config_resolve_paths(*out, path, err))) {
+        vw_config_free(*out);
+        *out = NULL;
+    }
 done:
     free(buf);
     fclose(f);

@@ -7,7 +7,9 @@
  * VELA_<SECTION>_<KEY> override the file (key upper-cased, '.' -> '_'):
  * VELA_BATCHING_MAX_TOKENS=512, VELA_KAFKA_BOOTSTRAP_SERVERS=host:9092,
  * VELA_KAFKA_CONSUMER_FETCH_WAIT_MAX_MS=10 (kafka.consumer "fetch.wait.max.ms"),
- * VELA_TOPICS_REPLY_ALLOW=a,b (lists are comma-separated).
+ * VELA_TOPICS_REPLY_ALLOW=a,b (lists are comma-separated). Every VELA_* name
+ * is the worker's: one that names no section or no key is an error, as an
+ * unknown key in the file is.
  *
  * Errors: an unknown section or key, a duplicate key, a value of the wrong shape
  * or out of range (metrics.listen: host:port, port 0-65535), a librdkafka
@@ -58,8 +60,12 @@ typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode
  * refuses larger requests with the same 413. */
 #define VW_MAX_REQUEST_BYTES_DEFAULT 1048576
 
+/* Room for where each field was set (vw_config_where); more than the fields. */
+#define VW_CONFIG_FIELD_SLOTS 64
+
 typedef struct vw_config {
-    char *source; /* file name used in messages */
+    char *source;                      /* file name used in messages */
+    int set_at[VW_CONFIG_FIELD_SLOTS]; /* per field: its line, 0 environment, -1 default */
     struct {
         vw_kvlist common;   /* kafka.<prop>: both clients */
         vw_kvlist consumer; /* kafka.consumer.<prop> */
@@ -121,13 +127,28 @@ typedef struct vw_config {
  * dst gets at most cap bytes, NUL-terminated. */
 void vw_config_env_name(const char *section, const char *key, char *dst, size_t cap);
 
+/* Where an error about a field's value points, as a config error names it:
+ * "FILE:LINE: section.key" (set in the file), "VELA_SECTION_KEY (environment)"
+ * (set by an override) or "FILE: section.key" (its default). An unknown
+ * field gives "FILE: section.key". buf gets at most cap bytes; returns buf. */
+const char *vw_config_where(const vw_config *cfg, const char *section, const char *key, char *buf,
+                            size_t cap);
+
+/* Where a field was set: its line in the file (> 0), 0 for an environment
+ * override, -1 for its default (or a field that does not exist). */
+int vw_config_set_at(const vw_config *cfg, const char *section, const char *key);
+
 /* Parses YAML text (len bytes; need not be NUL-terminated). name labels messages;
  * envp (NULL-terminated "K=V" array, may be NULL) supplies VELA_* overrides.
  * On failure *out is NULL. */
 vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *const *envp,
                           vw_config **out, vw_err *err);
 
-/* Reads and parses a file; VW_EIO when it cannot be read. */
+/* Reads and parses a file; VW_EIO when it cannot be read. A relative path
+ * the file sets (model.bundle, a librdkafka *.location property or
+ * sasl.kerberos.keytab; not ssl.ca.location's "probe") is taken from the
+ * file's directory, as Prometheus and most daemons read theirs; one an
+ * environment override sets is taken from the current directory. */
 vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, vw_err *err);
 
 /* Value of key in a list, last one wins; NULL when absent. */

@@ -3,6 +3,7 @@
  * metrics.h). Owns the HTTP daemon; never touches Kafka handles. */
 #include "metrics.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -10,8 +11,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "admission/canonical_json.h"
 #include "admission/errlist.h"
@@ -396,11 +399,24 @@ vw_status vw_metrics_check_listen(const char *listen, vw_err *err) {
     return st;
 }
 
+/* Why the address cannot be bound (the server does not say): a bind of our
+ * own, as the server makes it (SO_REUSEADDR); 0 when it can. */
+static int bind_errno(const struct addrinfo *ai) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e = 0;
+    if (fd < 0)
+        return errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen))
+        e = errno;
+    close(fd);
+    return e;
+}
+
 vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err) {
     struct addrinfo *ai = NULL;
     vw_err why = {0};
     if (resolve_listen(listen, &ai, &why))
-        return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen %s", why.msg);
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s", why.msg);
     /* MHD_USE_AUTO: epoll on Linux, so no FD_SETSIZE ceiling (select() refused
      * any connection whose descriptor passed 1,024). The limits keep idle
      * connections from holding the endpoint: one address takes at most
@@ -415,9 +431,11 @@ vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_
                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)VW_METRICS_MAX_CONNECTIONS,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                 (unsigned)VW_METRICS_PER_IP_CONNECTIONS, MHD_OPTION_END);
+    int why_not = m->httpd ? 0 : bind_errno(ai);
     freeaddrinfo(ai);
     if (!m->httpd)
-        return VW_FAIL(err, VW_EIO, "metrics_listen", "metrics.listen '%s': cannot bind", listen);
+        return VW_FAIL(err, VW_EIO, "metrics_listen", "'%s': cannot bind: %s", listen,
+                       why_not ? strerror(why_not) : "the HTTP server did not start");
     if (port_out) {
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->httpd, MHD_DAEMON_INFO_BIND_PORT);
         *port_out = info ? info->port : -1;

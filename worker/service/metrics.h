@@ -114,7 +114,10 @@ char *vw_metrics_render(vw_metrics *m, size_t *len);
 vw_status vw_metrics_check_listen(const char *listen, vw_err *err);
 
 /* Starts the HTTP endpoint on "host:port" (port 0: any free port). *port_out
- * (may be NULL) receives the bound port. */
+ * (may be NULL) receives the bound port. Errors, the reason alone in err->msg
+ * (the caller names the key and its source): VW_EINVAL as check_listen;
+ * VW_EIO "metrics_listen" "'ADDR': cannot bind: <strerror>" (in use, not a
+ * local address, a privileged port). */
 vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err);
 
 #endif
