@@ -32,6 +32,7 @@ struct vw_offsets {
     size_t n_parts;
     size_t rr; /* round-robin start of next_ready */
     uint32_t next_epoch;
+    uint64_t acked; /* vw_offsets_acked */
     void (*free_result)(void *);
 };
 
@@ -209,9 +210,14 @@ vw_status vw_offsets_ack(vw_offsets *t, const char *topic, int32_t partition, ui
                        topic, (int)partition, (long long)offset);
     p->slots[i].state = DONE;
     p->live--;
+    t->acked++;
     while (p->head < p->n && p->slots[p->head].state == DONE)
         p->position = p->slots[p->head++].offset + 1;
     return VW_OK;
+}
+
+uint64_t vw_offsets_acked(const vw_offsets *t) {
+    return t->acked;
 }
 
 int64_t vw_offsets_position(const vw_offsets *t, const char *topic, int32_t partition) {

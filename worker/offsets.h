@@ -95,6 +95,11 @@ void vw_offsets_committed(vw_offsets *t, const char *topic, int32_t partition, i
 vw_status vw_offsets_revoke(vw_offsets *t, const char *topic, int32_t partition, int64_t *position,
                             vw_err *err);
 
+/* Records acknowledged since the tracker was made (every vw_offsets_ack that
+ * made one DONE): what the worker answered (a result, a rejection or a dead
+ * letter, or a record it gave up on). */
+uint64_t vw_offsets_acked(const vw_offsets *t);
+
 /* Records tracked and not yet DONE: in one partition, or (topic NULL) in all. */
 size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t partition);
 

@@ -26,7 +26,10 @@
 #include "source.h"
 #include "source_conf.h"
 
-enum { IDLE_POLL_MS = 100 };
+enum {
+    IDLE_POLL_MS = 100,
+    STOP_RESERVE_MS = 3000, /* the most of the grace period kept for the stop itself */
+};
 
 /* The worker. Everything here is the Kafka thread's (vw_worker_run's caller)
  * but what the units say of their own threads (flow.h, source.h); the wake
@@ -53,6 +56,12 @@ struct vw_worker {
     int64_t next_route_ms;    /* vw_source_reroute: every assigned partition routed again */
     int64_t stop_deadline_ms; /* while stopping: the end of the grace period */
     int64_t started_ms;       /* when the clients were opened */
+    /* the stop: what vw_worker_stop_report tells */
+    vw_worker_stop_report report;
+    int64_t signal_ms;        /* when the stop was asked for (0: not asked) */
+    uint64_t acked_at_signal; /* vw_offsets_acked then */
+    size_t left_at_drain;     /* in flight when the drain ended */
+    uint64_t acked_at_drain;  /* vw_offsets_acked then */
     /* replay mode (vw_worker_replay) */
     bool replay;
     vw_range *ranges;
@@ -258,19 +267,78 @@ static vw_status start(struct vw_worker *w, vw_err *err) {
     return VW_OK;
 }
 
-/* SIGTERM: stop fetching, finish what is in flight within the grace period,
- * commit what was delivered. */
-static void drain(struct vw_worker *w) {
-    int64_t t0 = vw_now_ms();
+/* Records answered since the stop was asked for. */
+static uint64_t answered(const struct vw_worker *w) {
+    return vw_offsets_acked(w->ledger) - w->acked_at_signal;
+}
+
+/* SIGTERM: stop fetching, finish what is in flight within the grace period
+ * (saying so every second), commit what was delivered. A second signal
+ * (*stop_flag 2) ends the wait at once: the grace period is over now. */
+static void drain(struct vw_worker *w, volatile sig_atomic_t *stop_flag) {
+    int64_t t0 = vw_now_ms(), next_note = t0 + 1000;
+    size_t in_flight = vw_offsets_in_flight(w->ledger, NULL, 0);
     w->stopping = true;
+    w->signal_ms = t0;
+    w->acked_at_signal = vw_offsets_acked(w->ledger);
+    w->report.in_flight_at_signal = in_flight;
     w->stop_deadline_ms = t0 + w->cfg->shutdown.grace_ms;
+    VW_LOG(w->log, VW_LOG_INFO, "worker", "shutdown requested: grace %lld ms, in flight %zu",
+           (long long)w->cfg->shutdown.grace_ms, in_flight);
     vw_source_stop_fetching(w->source, w->stop_deadline_ms);
-    while (!vw_fault_raised(&w->fault) && !idle(w) && vw_now_ms() < w->stop_deadline_ms)
+    /* The last tenth of the grace period (at most STOP_RESERVE_MS) is the
+     * stop's own: cancelling the device work at hand (it ends at its next
+     * tree) and closing the clients, so the process exits within the grace
+     * period (it exited 2.5 s after it, the device finishing its tree). */
+    int64_t reserve = w->cfg->shutdown.grace_ms / 10;
+    int64_t answer_until =
+        w->stop_deadline_ms - (reserve < STOP_RESERVE_MS ? reserve : STOP_RESERVE_MS);
+    while (!vw_fault_raised(&w->fault) && !idle(w) && vw_now_ms() < answer_until &&
+           *stop_flag < 2) {
         turn(w, 10);
+        if (vw_now_ms() >= next_note) {
+            VW_LOG(w->log, VW_LOG_INFO, "worker",
+                   "draining: answered %llu, left %zu elapsed_ms=%lld",
+                   (unsigned long long)answered(w), vw_offsets_in_flight(w->ledger, NULL, 0),
+                   (long long)(vw_now_ms() - t0));
+            next_note += 1000;
+        }
+    }
+    if (*stop_flag >= 2) {
+        /* The operator's second signal: what is left stays unanswered and
+         * uncommitted (the commit below, the consumer's close and the
+         * sink's follow the ledger: nothing past an unanswered record). */
+        w->report.end = VW_STOP_AT_ONCE;
+        w->stop_deadline_ms = vw_now_ms();
+        vw_source_stop_fetching(w->source, w->stop_deadline_ms);
+        VW_LOG(w->log, VW_LOG_WARN, "worker",
+               "second stop signal: stopping at once, left %zu elapsed_ms=%lld",
+               vw_offsets_in_flight(w->ledger, NULL, 0), (long long)(vw_now_ms() - t0));
+    } else if (!idle(w)) {
+        w->report.end = VW_STOP_GRACE_OVER;
+    }
+    w->left_at_drain = vw_offsets_in_flight(w->ledger, NULL, 0);
+    w->acked_at_drain = vw_offsets_acked(w->ledger);
     if (!w->replay)
         vw_source_commit(w->source, true);
-    VW_LOG(w->log, VW_LOG_INFO, "worker", "drained in_flight=%zu elapsed_ms=%lld",
-           vw_offsets_in_flight(w->ledger, NULL, 0), (long long)(vw_now_ms() - t0));
+}
+
+/* The last line: what the stop came to (after stop()). */
+static void stopped(struct vw_worker *w) {
+    vw_worker_stop_report *r = &w->report;
+    r->answered = answered(w);
+    /* those the drain left, less what the closes still answered */
+    uint64_t late = vw_offsets_acked(w->ledger) - w->acked_at_drain;
+    r->unanswered = w->left_at_drain > late ? w->left_at_drain - (size_t)late : 0;
+    if (r->end == VW_STOP_DRAINED && r->unanswered)
+        r->end = VW_STOP_GRACE_OVER; /* e.g. a revoke during the drain took some */
+    r->elapsed_ms = vw_now_ms() - w->signal_ms;
+    static const char *const ends[] = {"drained", "grace_period_over", "second_signal"};
+    VW_LOG(w->log, r->unanswered ? VW_LOG_WARN : VW_LOG_INFO, "worker",
+           "stopped: answered %llu, left unanswered %zu%s end=%s elapsed_ms=%lld grace_ms=%lld",
+           (unsigned long long)r->answered, r->unanswered,
+           r->unanswered ? " (not committed: the group answers them)" : "", ends[r->end],
+           (long long)r->elapsed_ms, (long long)w->cfg->shutdown.grace_ms);
 }
 
 /* Closes the clients and the flow, in the order the commit rule needs: the
@@ -281,15 +349,18 @@ static void stop(struct vw_worker *w) {
     if (!w->stop_deadline_ms)
         w->stop_deadline_ms = vw_now_ms() + w->cfg->shutdown.grace_ms;
     size_t flights = vw_flow_flights(w->flow);
-    if (flights && (vw_fault_raised(&w->fault) || vw_now_ms() >= w->stop_deadline_ms) &&
+    if (flights &&
+        (vw_fault_raised(&w->fault) || vw_now_ms() >= w->stop_deadline_ms ||
+         w->report.end != VW_STOP_DRAINED) &&
         w->proc->ops->cancel) {
         /* The grace period is over (or the worker failed): the device work at
          * hand stops at its next tree, so the process exits in time; those
          * records are neither produced nor committed (the next owner reads
          * them again). */
         VW_LOG(w->log, VW_LOG_WARN, "worker",
-               "grace period over, cancelling the work in flight batches=%zu in_flight=%zu",
-               flights, vw_offsets_in_flight(w->ledger, NULL, 0));
+               "%s, cancelling the work in flight batches=%zu in_flight=%zu",
+               w->report.end == VW_STOP_AT_ONCE ? "stopping at once" : "grace period over", flights,
+               vw_offsets_in_flight(w->ledger, NULL, 0));
         w->proc->ops->cancel(w->proc);
     }
     if (w->source)
@@ -427,10 +498,17 @@ vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop_flag, vw_err *
     while (!*stop_flag && !vw_fault_raised(&w->fault))
         step(w);
     if (!vw_fault_raised(&w->fault))
-        drain(w);
+        drain(w, stop_flag);
     stop(w);
     /* The first cause (fault.h): the caller's last log line names it. */
-    return vw_fault_cause(&w->fault, err);
+    st = vw_fault_cause(&w->fault, err);
+    if (!st)
+        stopped(w);
+    return st;
+}
+
+void vw_worker_stop_report_get(const vw_worker *w, vw_worker_stop_report *out) {
+    *out = w->report;
 }
 
 vw_status vw_worker_replay(vw_worker *w, const vw_replay_range *ranges, size_t n_ranges, FILE *out,

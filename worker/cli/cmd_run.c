@@ -17,23 +17,29 @@
 
 extern char **environ;
 
-/* The one mutable global docs/style.md allows: set by SIGTERM/SIGINT. */
-static volatile sig_atomic_t stop_requested;
+/* The mutable globals docs/style.md allows a signal handler: how many stop
+ * signals came (a second one stops at once) and the last one's number. */
+static volatile sig_atomic_t stop_requested, stop_signal;
 
 static void on_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
+    stop_signal = sig;
+    if (stop_requested < 2)
+        stop_requested++;
 }
 
 static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker run --config FILE\n"
                "  Consumes topics.input in the kafka group, answers every request record with\n"
-               "  one result record, commits offsets after delivery. SIGTERM/SIGINT drain and\n"
-               "  exit 0 within shutdown.grace_ms. VELA_<SECTION>_<KEY> overrides the file;\n"
-               "  relative paths in the file are from its directory.\n"
-               "  Exit 2: a configuration error (the file, a VELA_* variable, or a librdkafka\n"
-               "  property its clients refuse, checked before the model loads); 1: any other\n"
-               "  failure.\n");
+               "  one result record, commits offsets after delivery. VELA_<SECTION>_<KEY>\n"
+               "  overrides the file; relative paths in the file are from its directory.\n"
+               "  SIGTERM/SIGINT: stop taking records, answer those in flight within\n"
+               "  shutdown.grace_ms, commit, exit; a second signal stops at once (what is\n"
+               "  left unanswered is not committed: the group answers it).\n"
+               "  Exit 0: stopped, every record in flight answered; 3: stopped at the end of\n"
+               "  shutdown.grace_ms with records left unanswered; 128+N: stopped at once by a\n"
+               "  second signal N (130 SIGINT, 143 SIGTERM); 2: a configuration error (the\n"
+               "  file, a VELA_* variable, a librdkafka property its clients refuse);\n"
+               "  1: any other failure (docs/worker.md \"Exit status\").\n");
 }
 
 /* A start-up error, in the voice of the configuration's own errors
@@ -44,6 +50,15 @@ static int start_error(const char *where, const vw_err *err, int rc) {
     fprintf(stderr, "vela-worker run: %s%s%s%s%s%s\n", where ? where : "", where ? ": " : "",
             err->msg, config ? "" : " (", config ? "" : err->type, config ? "" : ")");
     return rc;
+}
+
+/* The exit status of a stop (docs/worker.md "Exit status"). */
+static int stop_status(const vw_worker *w) {
+    vw_worker_stop_report r;
+    vw_worker_stop_report_get(w, &r);
+    if (r.end == VW_STOP_AT_ONCE)
+        return 128 + (stop_signal ? stop_signal : SIGTERM);
+    return r.unanswered ? 3 : 0;
 }
 
 /* Config, log, metrics endpoint and processor; the worker itself runs in run(). */
@@ -86,8 +101,7 @@ static int run(const vw_config *cfg, const vw_log *log) {
         VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s at=%s", err.msg, err.type, err.where);
         goto done;
     }
-    VW_LOG(log, VW_LOG_INFO, "run", "stopped cleanly");
-    rc = 0;
+    rc = stop_status(w);
 done:
     vw_worker_free(w);
     vw_processor_free(proc);
