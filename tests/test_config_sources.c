@@ -4,7 +4,8 @@
  * causes names the variable, not the file line (VELA_TOPICS_INPUT=results
  * blamed the file's topics.results line); a librdkafka alias is reported
  * under the name the user wrote (linger.ms: banana was reported as
- * queue.buffering.max.ms); relative paths in a file are taken from the
+ * queue.buffering.max.ms), at load and in the start check's client errors;
+ * relative paths in a file are taken from the
  * file's directory (model.bundle was taken from the current one); where a
  * field was set (vw_config_where), which the start-up errors name: every one
  * of `run` (the bundle's and the metrics address's included) a plain
@@ -22,6 +23,7 @@
 
 #include "service/config.h"
 #include "vw_test.h"
+#include "worker.h"
 
 static const char *minimal = "kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\n";
 
@@ -86,6 +88,25 @@ Test(config_sources, an_alias_is_reported_under_the_name_written) {
     char *env[] = {"VELA_KAFKA_PRODUCER_LINGER_MS=banana", NULL};
     parse_bad(minimal, env, "VELA_KAFKA_PRODUCER_LINGER_MS (environment): Invalid value");
     parse_bad(minimal, env, "for configuration property \"linger.ms\"");
+}
+
+/* The start check (worker.h): librdkafka's reason names max.in.flight, an
+ * alias of the max.in.flight.requests.per.connection the file sets; the
+ * error names the file's key, its line, and uses the user's name. */
+Test(config_sources, a_client_error_names_the_property_as_written) {
+    const char *yaml = "kafka:\n  bootstrap.servers: h:1\n  producer:\n"
+                       "    max.in.flight.requests.per.connection: 10\ntopics: {input: in}\n";
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_config_parse(yaml, strlen(yaml), "t.yaml", NULL, &cfg, &err), VW_OK, "%s",
+                 err.msg);
+    vw_log quiet = {.level = VW_LOG_OFF, .format = VW_LOG_TEXT, .out = stderr};
+    cr_assert_eq(vw_worker_check(cfg, &quiet, false, &err), VW_EINVAL);
+    cr_assert(strstr(err.msg, "t.yaml:4: kafka.producer.max.in.flight.requests.per.connection: "
+                              "librdkafka producer: `max.in.flight.requests.per.connection` must "
+                              "be set <= 5"),
+              "%s", err.msg);
+    vw_config_free(cfg);
 }
 
 Test(config_sources, where_a_field_was_set) {

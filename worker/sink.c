@@ -307,6 +307,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 /* [thread: librdkafka] (no log queue is set: librdkafka's own threads call it) */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf) {
     vw_sink *s = rd_kafka_opaque(rk);
+    if (vw_kafka_log_twin(fac) && level < 7)
+        return; /* a broker's failure: the error callback logs it (kafka_conf.h) */
     vw_log_level lvl = level <= 3 ? VW_LOG_ERROR : level == 4 ? VW_LOG_WARN : VW_LOG_DEBUG;
     VW_LOG(s->o.log, lvl, "librdkafka", "%s client=%s facility=%s", buf, rd_kafka_name(rk), fac);
 }

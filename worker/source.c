@@ -53,8 +53,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 static void log_line(vw_source *s, const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
     vw_rejoin_log_line(&s->rejoin, fac, buf);
-    if (!strcmp(fac, "CGRPJOINSTATE") && !s->kafka_debug)
-        return;
+    if ((!strcmp(fac, "CGRPJOINSTATE") || vw_kafka_log_twin(fac)) && !s->kafka_debug)
+        return; /* a broker's failure: the error callback logs it (kafka_conf.h) */
     if (level >= 7 && !s->kafka_debug)
         return; /* debug lines we asked for ourselves */
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
