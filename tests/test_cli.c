@@ -137,3 +137,50 @@ Test(cli, broker_help_describes_the_control_commands) {
     cr_assert_null(strstr(r.out, "broker.h"), "%s", r.out);
     cr_assert(strstr(r.out, "topic NAME PARTITIONS") && strstr(r.out, "down BROKER"), "%s", r.out);
 }
+
+/* README (issue 33 item 7): it says the tiny bundle's weights are random (its
+ * quickstart answer tags "Tom Baker" as an EMAIL_ADDRESS, which read as a
+ * broken model), and its examples write their files under a scratch path:
+ * `--out results.jsonl` and `--html report.html` left untracked files in the
+ * clone's root. Every --out/--html/--bootstrap-file path of its sh blocks is
+ * under /tmp, and its eval example, run as written, writes there. */
+Test(cli, readme_says_random_weights_and_writes_outside_the_clone) {
+    char *path = vw_test_path("README.md");
+    size_t len = 0;
+    char *readme = vw_test_read_file(path, &len);
+    free(path);
+    cr_assert_not_null(readme);
+    cr_assert(strstr(readme, "`fixtures/tiny-vela` is a bundle with random weights"),
+              "README says the tiny bundle's answers are placeholders");
+    const char *opts[] = {"--out ", "--html ", "--bootstrap-file "};
+    int paths = 0;
+    for (size_t o = 0; o < 3; o++)
+        for (const char *p = strstr(readme, opts[o]); p; p = strstr(p + 1, opts[o])) {
+            const char *v = p + strlen(opts[o]);
+            if (*v == 'F' || *v == 'X' || *v == '[') /* a usage line's placeholder */
+                continue;
+            cr_expect(!strncmp(v, "/tmp/", 5), "README writes %.60s", p);
+            paths++;
+        }
+    cr_assert_geq(paths, 2);
+    /* The eval example, as written (multi-line), from the clone's root. */
+    const char *at = strstr(readme, "build/vela-worker eval ");
+    cr_assert_not_null(at);
+    const char *end = at;
+    while ((end = strchr(end, '\n')) && end[-1] == '\\')
+        end++;
+    cr_assert_not_null(end);
+    char *src = vw_test_path(""), cmd[4096];
+    remove("/tmp/vela-example/report.html");
+    snprintf(cmd, sizeof cmd, "cd '%s' && mkdir -p /tmp/vela-example && '%s'%.*s >/dev/null 2>&1",
+             src, worker_bin(), (int)(end - at - strlen("build/vela-worker")),
+             at + strlen("build/vela-worker"));
+    int rc = system(cmd);
+    cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s", cmd);
+    size_t n = 0;
+    char *html = vw_test_read_file("/tmp/vela-example/report.html", &n);
+    cr_assert(html && n > 1000, "the report is where the README says");
+    free(html);
+    free(src);
+    free(readme);
+}
