@@ -504,6 +504,13 @@ static const char *field_what(const field *f, int line, char *buf, size_t cap) {
     return buf;
 }
 
+/* Which of two fields that conflict an error names: one an override set
+ * (the file alone was fine), then a set in the file, else b. */
+static const field *culprit(const parse_ctx *c, const field *a, const field *b) {
+    int la = c->line[a - fields], lb = c->line[b - fields];
+    return la == 0 ? a : lb == 0 ? b : la > 0 ? a : b;
+}
+
 /* A topic the worker writes to that is also its input feeds the worker its
  * own output forever (one seed record became 18 in 12 s). The message names
  * where the output topic was set; one left at its default names the input. */
@@ -519,11 +526,7 @@ static vw_status check_loops(parse_ctx *c) {
         const char *topic = *str_slot(c->cfg, f);
         if (!topic || strcmp(topic, cfg->topics.input))
             continue;
-        /* Name what made the loop: an override first (the file alone was
-         * fine, or the override would not be needed to show it), then the
-         * output topic the file sets, then the input. */
-        int out_line = c->line[f - fields], in_line = c->line[in - fields];
-        const field *at = out_line == 0 ? f : in_line == 0 ? in : out_line >= 0 ? f : in;
+        const field *at = culprit(c, f, in);
         int line = c->line[at - fields];
         snprintf(why, sizeof why,
                  "'%.128s' is both topics.input and topics.%s: the worker would consume %s "
@@ -580,10 +583,7 @@ static vw_status validate(parse_ctx *c) {
     if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms) {
         const field *mx = find_field("delivery", "retry_backoff_max_ms"),
                     *mn = find_field("delivery", "retry_backoff_ms");
-        const field *at = c->line[mx - fields] == 0   ? mx
-                          : c->line[mn - fields] == 0 ? mn
-                          : c->line[mx - fields] > 0  ? mx
-                                                      : mn;
+        const field *at = culprit(c, mx, mn);
         char what[128];
         int line = c->line[at - fields];
         return bad(c, line, field_what(at, line, what, sizeof what),
@@ -717,21 +717,17 @@ int vw_config_set_at(const vw_config *cfg, const char *section, const char *key)
     return f ? cfg->set_at[f - fields] : -1;
 }
 
-const char *vw_config_where(const vw_config *cfg, const char *section, const char *key, char *buf,
-                            size_t cap) {
-    const field *f = find_field(section, key);
-    int line = f ? cfg->set_at[f - fields] : -1;
-    if (line > 0) {
-        snprintf(buf, cap, "%s:%d: %s.%s", cfg->source, line, section, key);
-    } else if (line == 0) {
-        size_t n;
-        field_env_name(f, buf, cap);
-        n = strlen(buf);
-        snprintf(buf + n, cap - n, " (environment)");
-    } else {
-        snprintf(buf, cap, "%s: %s.%s", cfg->source, section, key);
-    }
-    return buf;
+/* The relative paths the file set, from its directory (config_paths.h). */
+static vw_status resolve_paths(vw_config *cfg, const char *file, vw_err *err) {
+    vw_status st = vw_config_set_at(cfg, "model", "bundle") > 0
+                       ? vw_config_path_under(file, &cfg->model.bundle, err)
+                       : VW_OK;
+    vw_kvlist *lists[] = {&cfg->kafka.common, &cfg->kafka.consumer, &cfg->kafka.producer};
+    for (size_t k = 0; k < 3 && !st; k++)
+        for (vw_kv *kv = lists[k]->items; kv < lists[k]->items + lists[k]->n && !st; kv++)
+            if (kv->line > 0 && vw_config_path_prop(kv->key, kv->value))
+                st = vw_config_path_under(file, &kv->value, err);
+    return st;
 }
 
 vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, vw_err *err) {
@@ -761,7 +757,7 @@ vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, v
         goto done;
     }
     st = vw_config_parse(buf, n, path, envp, out, err);
-    if (!st && (st = vw_config_resolve_paths(*out, path, err))) {
+    if (!st && (st = resolve_paths(*out, path, err))) {
         vw_config_free(*out);
         *out = NULL;
     }
