@@ -28,8 +28,9 @@ static void usage(FILE *f) {
             "  labels ({\"request_id\", \"labels\": {qid: expected}} lines) and agreement with a\n"
             "  baseline replay of the same records, joined by request_id (docs/eval.md).\n"
             "  --json       one JSON object on stdout instead of the tables\n"
-            "  --html FILE  also a self-contained HTML report (tables, reliability diagrams,\n"
-            "               confusion matrices, A/B)\n"
+            "  --html FILE  also a self-contained HTML report (tables; per question its\n"
+            "               figures: reliability, confusion, score calibration and\n"
+            "               residuals, per-label precision/recall; A/B changes and flips)\n"
             "  --top N      list the N records that changed most against the baseline\n"
             "  --list       one line per record (id, status, decisions) instead of a report\n"
             "  Bad lines and labels are reported on stderr as file:line and counted.\n");

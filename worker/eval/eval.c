@@ -307,7 +307,8 @@ static vw_status join_baseline(run *x, const vw_eval_rec *a, const vw_eval_entry
     if ((st = vw_eval_join_read(&x->join, VW_SIDE_BASELINE, e, &s, &len, err)) ||
         (st = vw_eval_rec_parse(s, len, &x->b, err)))
         return st;
-    st = vw_eval_compare_records(&x->r->questions, a, &x->b, seq, &x->r->top, &changed, err);
+    st = vw_eval_compare_records(&x->r->questions, a, &x->b, seq, &x->r->top, &x->r->flips,
+                                 &changed, err);
     x->r->status_changed += changed;
     vw_eval_rec_clear(&x->b);
     return st;

@@ -70,6 +70,7 @@ typedef struct vw_eval_report {
     uint64_t in_both, only_in_results, only_in_baseline, status_changed;
     vw_eval_qtable questions;
     vw_eval_top top;
+    vw_eval_flips flips; /* A/B: the first flipped decisions (compare.h) */
     vw_eval_problem problems[VW_EVAL_KEEP_PROBLEMS];
     size_t n_problems;
     uint64_t problems_total;

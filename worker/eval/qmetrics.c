@@ -128,9 +128,11 @@ static vw_status observe_score(vw_eval_q *q, const json_t *ans, const json_t *la
     if (!vw_eval_is_number(label))
         return VW_FAIL(err, VW_EINVAL, "bad_label", "score question %s: the label must be a number",
                        q->qid);
-    double d = json_number_value(json_object_get(ans, "score")) - json_number_value(label);
+    double pred = json_number_value(json_object_get(ans, "score")), want = json_number_value(label);
+    double d = pred - want;
     q->score_abs += fabs(d);
     q->score_sq += d * d;
+    vw_eval_score_bins_add(&q->score, pred, want);
     return VW_OK;
 }
 

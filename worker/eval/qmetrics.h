@@ -5,8 +5,9 @@
  * A/B counters compare.c fills.
  *
  * Memory per question: the labels seen (a confusion matrix of k², per-label
- * counts) and, for a noul, one (p, label) pair per labelled answer (AUROC
- * needs them all); nothing else grows with the number of records.
+ * counts), fixed bins for the plots (a score's 5 KiB, the A/B histogram)
+ * and, for a noul, one (p, label) pair per labelled answer (AUROC needs them
+ * all); nothing else grows with the number of records.
  *
  * Ownership: a vw_eval_q owns its accumulators (vw_eval_q_free); qid is
  * borrowed from the caller's table. Thread-safety: none. Errors: observe
@@ -74,12 +75,15 @@ typedef struct vw_eval_q {
     vw_eval_choice_acc choice;
     vw_eval_noul_acc noul;
     double score_abs, score_sq;
+    vw_eval_score_bins score; /* the plots' bins (stats.h) */
     vw_eval_labelled set;
     vw_eval_span_acc span;
     /* A/B (compare.c) */
     uint64_t cmp_n, cmp_agree, cmp_n_delta;
     double cmp_delta_sum;
-    vw_eval_metrics m; /* valid after vw_eval_q_finish */
+    uint64_t cmp_hist[VW_EVAL_DELTA_BINS]; /* choice, noul: probability changes (stats.h) */
+    double cmp_change_sum;                 /* Σ signed change, for its mean */
+    vw_eval_metrics m;                     /* valid after vw_eval_q_finish */
 } vw_eval_q;
 
 /* A zeroed question of this type. */

@@ -101,3 +101,25 @@ double vw_eval_f1(vw_eval_prf c) {
 double vw_eval_ratio(double a, double b) {
     return b == 0.0 ? NAN : a / b;
 }
+
+static size_t clamp_bin(double x, size_t n) {
+    return x < 0 ? 0 : x >= (double)(n - 1) ? n - 1 : (size_t)x;
+}
+
+void vw_eval_score_bins_add(vw_eval_score_bins *s, double pred, double label) {
+    size_t b = clamp_bin(floor(pred / VW_EVAL_SCORE_STEP), VW_EVAL_SCORE_BINS);
+    s->n[b]++;
+    s->pred[b] += pred;
+    s->label[b] += label;
+    double r = pred - label;
+    s->res[clamp_bin(floor(r / VW_EVAL_SCORE_STEP) + VW_EVAL_RES_BINS / 2, VW_EVAL_RES_BINS)]++;
+    s->res_sum += r;
+    if (pred > s->top)
+        s->top = pred;
+    if (label > s->top)
+        s->top = label;
+}
+
+size_t vw_eval_delta_bin(double delta) {
+    return clamp_bin(floor((delta + 1.0) / 2.0 * VW_EVAL_DELTA_BINS), VW_EVAL_DELTA_BINS);
+}
