@@ -260,3 +260,21 @@ Test(config_sources, run_names_the_file_line_and_path_of_a_missing_bundle) {
     rmdir(dir);
     free(path);
 }
+
+/* The start check's refusal: librdkafka's own lines (as text) and the plain
+ * error line, no JSON line at all (they were JSON lines, the error among
+ * them). */
+Test(config_sources, run_start_check_errors_come_before_any_json) {
+    char *src = vw_test_path(""), out[16384];
+    int rc = run_in(src,
+                    "VELA_METRICS_LISTEN= VELA_MODEL_DEVICE=test-echo "
+                    "VELA_KAFKA_SECURITY_PROTOCOL=ssl "
+                    "VELA_KAFKA_SSL_KEY_LOCATION=/nonexistent/client.key",
+                    "config/worker.example.yaml", out, sizeof out);
+    free(src);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "vela-worker run: VELA_KAFKA_SSL_KEY_LOCATION (environment): librdkafka "
+                          "consumer: "),
+              "%s", out);
+    cr_assert(out[0] != '{' && !strstr(out, "\n{"), "no JSON line: %s", out);
+}

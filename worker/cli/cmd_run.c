@@ -74,8 +74,11 @@ static int run(const vw_config *cfg, const vw_log *log) {
         return 1;
     }
     /* librdkafka's checks that wait for a client (SSL files, SASL) come
-     * before the model loads: a config error, exit 2 (worker.h). */
-    if (vw_worker_check(cfg, log, false, &err)) {
+     * before the model loads: a config error, exit 2 (worker.h). Its own
+     * lines (the SSL reasons name the file) are plain text: the JSON log
+     * starts after the start-up errors. */
+    vw_log plain = {.level = log->level, .format = VW_LOG_TEXT, .out = log->out};
+    if (vw_worker_check(cfg, &plain, false, &err)) {
         rc = start_error(NULL, &err, err.status == VW_EINVAL ? 2 : 1);
         goto done;
     }
