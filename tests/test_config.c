@@ -238,6 +238,15 @@ Test(config, kafka_properties_checked_by_librdkafka) {
               NULL, "t.yaml:4: kafka.consumer.enable.auto.commit: the worker's delivery rule");
     parse_bad("kafka:\n  bootstrap.servers: h\n  producer: {acks: 1}\ntopics: {input: in}\n", NULL,
               "t.yaml:3: kafka.producer.acks: the worker's delivery rule");
+    /* Aborted transactions on the input must never be answered (issue 35 finding 8). */
+    parse_bad("kafka:\n  bootstrap.servers: h\n  consumer:\n    isolation.level: read_uncommitted\n"
+              "topics: {input: in}\n",
+              NULL,
+              "t.yaml:4: kafka.consumer.isolation.level: must be read_committed: with "
+              "read_uncommitted the records of aborted transactions");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  isolation.level: read_uncommitted\n"
+              "topics: {input: in}\n",
+              NULL, "t.yaml:3: kafka.isolation.level: must be read_committed");
     parse_bad("kafka:\n  bootstrap.servers: h\n  consumer: 5\ntopics: {input: in}\n", NULL,
               "t.yaml:3: kafka.consumer: expected a mapping");
 }

@@ -106,6 +106,10 @@ vw_status vw_source_conf(const vw_config *cfg, bool replay, rd_kafka_conf_t *con
         st = vw_kafka_conf_set(conf, "enable.auto.offset.store", "false", err);
     if (!st)
         st = vw_kafka_conf_set(conf, "enable.partition.eof", "false", err);
+    /* Only committed requests are answered (the config refuses another value:
+     * service/config.c "pinned"). librdkafka's default, stated. */
+    if (!st)
+        st = vw_kafka_conf_set(conf, "isolation.level", "read_committed", err);
     if (st)
         return st;
     /* Only the sticky assignor keeps state (source.c destroy_would_abort);

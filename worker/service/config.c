@@ -68,15 +68,22 @@ static const field fields[] = {
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
 /* Properties the worker's delivery rule depends on: a user may restate them but
- * not change them (docs/worker.md "Configuration"). */
+ * not change them (docs/worker.md "Configuration"); why: the reason given. */
+#define DELIVERY_RULE "the worker's delivery rule needs the default"
 static const struct {
     const char *key;
     const char *const allowed[3];
+    const char *why;
 } pinned[] = {
-    {"enable.auto.commit", {"false", NULL}},
-    {"enable.auto.offset.store", {"false", NULL}},
-    {"enable.idempotence", {"true", NULL}},
-    {"acks", {"all", "-1", NULL}},
+    {"enable.auto.commit", {"false", NULL}, DELIVERY_RULE},
+    {"enable.auto.offset.store", {"false", NULL}, DELIVERY_RULE},
+    {"enable.idempotence", {"true", NULL}, DELIVERY_RULE},
+    {"acks", {"all", "-1", NULL}, DELIVERY_RULE},
+    /* The consumer's; librdkafka's default, set by the worker too (source_conf.c). */
+    {"isolation.level",
+     {"read_committed", NULL},
+     "must be read_committed: with read_uncommitted the records of aborted transactions on the "
+     "input would be answered"},
 };
 
 typedef struct parse_ctx {
@@ -483,7 +490,7 @@ static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *
             for (size_t a = 0; pinned[j].allowed[a]; a++)
                 ok = ok || !strcmp(kv->value, pinned[j].allowed[a]);
             if (!ok)
-                return bad(c, kv->line, what, "the worker's delivery rule needs the default");
+                return bad(c, kv->line, what, pinned[j].why);
         }
         if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) !=
             RD_KAFKA_CONF_OK) {
