@@ -170,6 +170,41 @@ Test(kafka_worker, happy_path) {
     finish(&e);
 }
 
+/* consumer_lag on real statistics (issue 33 item 6: it read -1 on every
+ * partition the group had never committed, empty ones included): one request
+ * on partition 0 of four; every assigned partition then reads 0, the three
+ * empty ones included, and none reads -1. */
+Test(kafka_worker, consumer_lag_of_empty_partitions_is_zero) {
+    env e;
+    start(&e, "lag", NULL, NULL);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    vw_kh_msg one = {
+        .partition = 0, .key = "one", .value = "{\"state\":\"a\",\"questions\":{\"q\":{}}}"};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", &one, 1, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 1, 30000);
+    cr_assert_eq(json_array_size(res), 1);
+    json_decref(res);
+    int port = vw_kh_metrics_port(&e.w, 1000);
+    double lag[4] = {-1, -1, -1, -1};
+    bool all_zero = false;
+    for (int tries = 0; tries < 60 && !all_zero; tries++) {
+        vw_kh_sleep_ms(250);
+        int code;
+        char *m = vw_kh_http_get(port, "/metrics", &code);
+        all_zero = true;
+        for (int p = 0; p < 4; p++) {
+            char name[96];
+            snprintf(name, sizeof name,
+                     "vela_worker_consumer_lag{topic=\"requests\",partition=\"%d\"}", p);
+            lag[p] = vw_kh_metric_in(m, name);
+            all_zero = all_zero && lag[p] == 0;
+        }
+        free(m);
+    }
+    cr_assert(all_zero, "lag per partition: %g %g %g %g", lag[0], lag[1], lag[2], lag[3]);
+    finish(&e);
+}
+
 /* Expected (key, vela-status, payload without request_id/source) per record. */
 typedef struct reject_case {
     const char *key, *value;

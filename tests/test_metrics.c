@@ -26,6 +26,55 @@
 
 #define FLOOD 1500
 
+/* The consumer_lag line of partition p in a rendered text, or -2 when there
+ * is none. */
+static long long lag_line(vw_metrics *m, int p) {
+    size_t len;
+    char *text = vw_metrics_render(m, &len), want[96];
+    snprintf(want, sizeof want, "vela_worker_consumer_lag{topic=\"requests\",partition=\"%d\"} ",
+             p);
+    const char *at = strstr(text, want);
+    long long v = at ? atoll(at + strlen(want)) : -2;
+    free(text);
+    return v;
+}
+
+/* consumer_lag from a statistics document shaped as librdkafka writes one
+ * (STATISTICS.md; the fields rd_kafka_stats_emit_toppar prints): librdkafka's
+ * own consumer_lag when it has one; -1 there (nothing committed by the group:
+ * an empty partition, or one not answered yet) is the end offset less the log
+ * start (issue 33 item 6: the gauge read -1 on empty partitions); an unknown
+ * end leaves the partition out; only active partitions count. */
+Test(metrics, consumer_lag_is_never_minus_one_with_a_known_end) {
+    static const char stats[] =
+        "{\"topics\":{\"requests\":{\"partitions\":{"
+        /* committed 7 of 10: librdkafka's lag */
+        "\"0\":{\"partition\":0,\"fetch_state\":\"active\",\"committed_offset\":7,"
+        "\"lo_offset\":0,\"hi_offset\":10,\"ls_offset\":10,\"consumer_lag\":3},"
+        /* empty, never committed */
+        "\"1\":{\"partition\":1,\"fetch_state\":\"active\",\"committed_offset\":-1001,"
+        "\"lo_offset\":0,\"hi_offset\":0,\"ls_offset\":0,\"consumer_lag\":-1},"
+        /* six records after a retention cut at 4, nothing committed */
+        "\"2\":{\"partition\":2,\"fetch_state\":\"active\",\"committed_offset\":-1001,"
+        "\"lo_offset\":4,\"hi_offset\":10,\"ls_offset\":10,\"consumer_lag\":-1},"
+        /* no fetch answered yet: the end is unknown */
+        "\"3\":{\"partition\":3,\"fetch_state\":\"active\",\"committed_offset\":-1001,"
+        "\"lo_offset\":-1001,\"hi_offset\":-1001,\"ls_offset\":-1001,\"consumer_lag\":-1},"
+        /* not fetched by this member */
+        "\"4\":{\"partition\":4,\"fetch_state\":\"none\",\"committed_offset\":-1001,"
+        "\"lo_offset\":0,\"hi_offset\":5,\"ls_offset\":5,\"consumer_lag\":-1},"
+        "\"-1\":{\"partition\":-1,\"fetch_state\":\"none\",\"consumer_lag\":-1}}}}}";
+    vw_metrics *m = vw_metrics_new();
+    cr_assert_not_null(m);
+    vw_metrics_stats_json(m, stats, sizeof stats - 1);
+    cr_assert_eq(lag_line(m, 0), 3);
+    cr_assert_eq(lag_line(m, 1), 0, "an empty partition lags by nothing");
+    cr_assert_eq(lag_line(m, 2), 6, "from the log start when nothing is committed");
+    cr_assert_eq(lag_line(m, 3), -2, "no line while the end is unknown");
+    cr_assert_eq(lag_line(m, 4), -2, "no line for a partition not fetched");
+    vw_metrics_free(m);
+}
+
 typedef struct server {
     pid_t pid;
     int port;

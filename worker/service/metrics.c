@@ -197,7 +197,36 @@ void vw_metrics_set_fatal(vw_metrics *m) {
         atomic_store(&m->fatal, true);
 }
 
-/* Collects partitions[].consumer_lag of active partitions (STATISTICS.md). */
+static int64_t field_i64(const json_t *p, const char *name) {
+    const json_t *v = json_object_get(p, name);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* The lag of one partition's statistics: librdkafka's consumer_lag (the end
+ * offset less the group's committed offset), or -1 when the end is unknown.
+ * librdkafka reports -1 too while the group has committed nothing there (an
+ * empty partition, one never answered yet): the lag then counts from the log
+ * start offset, where the group begins (auto.offset.reset=earliest), so an
+ * empty assigned partition reads 0. The end is the last stable offset (the
+ * worker reads committed records only), else the high watermark. */
+static int64_t partition_lag(const json_t *p) {
+    int64_t lag = field_i64(p, "consumer_lag");
+    if (lag >= 0)
+        return lag;
+    int64_t end = field_i64(p, "ls_offset");
+    if (end < 0)
+        end = field_i64(p, "hi_offset");
+    if (end < 0)
+        return -1;
+    int64_t from = field_i64(p, "committed_offset");
+    if (from < 0)
+        from = field_i64(p, "lo_offset");
+    if (from < 0)
+        from = 0;
+    return end > from ? end - from : 0;
+}
+
+/* Collects the lag of the active partitions (STATISTICS.md). */
 void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     json_t *root = m ? json_loadb(json, len, 0, NULL) : NULL;
     if (!root)
@@ -208,10 +237,10 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     json_t *t, *p;
     json_object_foreach(json_object_get(root, "topics"), tname, t) {
         json_object_foreach(json_object_get(t, "partitions"), pname, p) {
-            json_t *l = json_object_get(p, "consumer_lag");
             const char *state = json_string_value(json_object_get(p, "fetch_state"));
             int32_t part = (int32_t)json_integer_value(json_object_get(p, "partition"));
-            if (part < 0 || !json_is_integer(l) || !state || strcmp(state, "active"))
+            int64_t l = partition_lag(p);
+            if (part < 0 || l < 0 || !state || strcmp(state, "active"))
                 continue;
             lag *grown = realloc(found, (n + 1) * sizeof *grown);
             if (!grown)
@@ -219,7 +248,7 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
             found = grown;
             snprintf(found[n].topic, sizeof found[n].topic, "%s", tname);
             found[n].partition = part;
-            found[n++].lag = json_integer_value(l);
+            found[n++].lag = l;
         }
     }
     json_decref(root);
