@@ -190,6 +190,16 @@ Test(admit_record, request_id_rule) {
     id = vw_request_id("in", 0, 0, "", 0, "k", 1);
     cr_assert_str_eq(id, "k", "an empty header is skipped");
     free(id);
+    /* Longer than VW_ECHO_MAX: its digest (Python's hashlib.sha256 of 1025 'k'). */
+    char k[VW_ECHO_MAX + 1];
+    memset(k, 'k', sizeof k);
+    id = vw_request_id("in", 0, 0, NULL, 0, k, sizeof k);
+    cr_assert_str_eq(id, "sha256:011cc8dcade24f43d2d7f95605d8481da1d0b86475def49be02bfc20cee86e65");
+    free(id);
+    id = vw_request_id("in", 0, 0, k, sizeof k, "short", 5);
+    cr_assert_str_eq(id, "sha256:011cc8dcade24f43d2d7f95605d8481da1d0b86475def49be02bfc20cee86e65",
+                     "a long header still wins over the key");
+    free(id);
 }
 
 Test(admit_record, result_value_puts_request_id_and_source_first) {

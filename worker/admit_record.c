@@ -10,6 +10,7 @@
 
 #include "admission/canonical_json.h"
 #include "admission/errlist.h" /* the VW_ET_* type names */
+#include "util/sha256.h"
 #include "util/utf8.h"
 
 /* ---- rejections and result values ------------------------------------- */
@@ -155,17 +156,33 @@ bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sb
     return true;
 }
 
+/* [thread: any] */
+const char *vw_echo_bounded(const void *p, size_t len, char buf[VW_SOURCE_MAX], size_t *out_len) {
+    if (len <= VW_ECHO_MAX) {
+        *out_len = len;
+        return p;
+    }
+    char hex[VW_SHA256_HEX];
+    if (vw_sha256_hex(p, len, hex, NULL))
+        return NULL;
+    memcpy(buf, "sha256:", 7);
+    memcpy(buf + 7, hex, VW_SHA256_HEX); /* with its NUL */
+    *out_len = VW_ECHO_DIGEST_LEN;
+    return buf;
+}
+
+/* A long header or key whose digest cannot be made (libcrypto out of memory)
+ * is skipped like an invalid one: the id falls back to the source. */
 const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t offset,
                                const void *hdr, size_t hdr_len, const void *key, size_t key_len,
                                char buf[VW_SOURCE_MAX], size_t *len) {
-    if (hdr && hdr_len && vw_utf8_clean(hdr, hdr_len)) {
-        *len = hdr_len;
-        return hdr;
-    }
-    if (key && key_len && vw_utf8_clean(key, key_len)) {
-        *len = key_len;
-        return key;
-    }
+    const char *id = NULL;
+    if (hdr && hdr_len && vw_utf8_clean(hdr, hdr_len))
+        id = vw_echo_bounded(hdr, hdr_len, buf, len);
+    if (!id && key && key_len && vw_utf8_clean(key, key_len))
+        id = vw_echo_bounded(key, key_len, buf, len);
+    if (id)
+        return id;
     vw_record_source(buf, VW_SOURCE_MAX, topic, partition, offset);
     *len = strlen(buf);
     return buf;

@@ -35,8 +35,9 @@
 #define VW_HDR_STATUS "vela-status"
 #define VW_HDR_MODEL "vela-model"
 #define VW_HDR_SOURCE "source"
-#define VW_HDR_ERROR "vela-error"           /* DLQ: why the record has no result */
-#define VW_HDR_ERROR_TYPE "vela-error-type" /* DLQ: the stable error type */
+#define VW_HDR_ERROR "vela-error"                 /* DLQ: why the record has no result */
+#define VW_HDR_ERROR_TYPE "vela-error-type"       /* DLQ: the stable error type */
+#define VW_HDR_TRUNCATED "vela-payload-truncated" /* DLQ: the value's size; payload cut */
 
 /* The worker-level checks above. On VW_OK, *rejected says whether the record was
  * rejected; if so, *out is a finished RECORD result (400/413) whose value is
@@ -63,16 +64,32 @@ bool vw_admit_reject_into(const vw_record *rec, int64_t max_request_bytes, vw_sb
  * (249 bytes) and two 20-digit numbers. */
 #define VW_SOURCE_MAX 320
 
+/* The most bytes of a request id, and of a record key, the worker echoes as
+ * they are (docs/contract.md "Request ids and keys echoed"): one longer is
+ * echoed as its digest, "sha256:" and the 64 lowercase hex digits of its
+ * bytes (VW_ECHO_DIGEST_LEN bytes), so a result's echoes stay a few KiB
+ * whatever the record brought. */
+#define VW_ECHO_MAX 1024
+#define VW_ECHO_DIGEST_LEN 71
+
+/* The echo of bytes p[0..len): p itself when len <= VW_ECHO_MAX (*out_len =
+ * len), else its digest written into buf ("sha256:<hex>", NUL-terminated,
+ * *out_len = VW_ECHO_DIGEST_LEN). NULL when the digest could not be made
+ * (libcrypto out of memory). */
+const char *vw_echo_bounded(const void *p, size_t len, char buf[VW_SOURCE_MAX], size_t *out_len);
+
 /* The request id without copying: points into hdr, key or buf (which receives
- * "topic:partition:offset"); *len is its length (not NUL-terminated unless it
- * is buf). Same rule as vw_request_id. */
+ * "topic:partition:offset", or the digest of a header or key longer than
+ * VW_ECHO_MAX); *len is its length (not NUL-terminated unless it is buf).
+ * Same rule as vw_request_id. */
 const char *vw_request_id_pick(const char *topic, int32_t partition, int64_t offset,
                                const void *hdr, size_t hdr_len, const void *key, size_t key_len,
                                char buf[VW_SOURCE_MAX], size_t *len);
 
 /* The request id: the request-id header (hdr, may be NULL), else the key, else
  * "topic:partition:offset". A header or key that is not valid UTF-8 without
- * NUL bytes is skipped. Returns a malloc'd string, NULL on VW_ENOMEM. */
+ * NUL bytes is skipped; one longer than VW_ECHO_MAX bytes is taken as its
+ * digest (vw_echo_bounded). Returns a malloc'd string, NULL on VW_ENOMEM. */
 char *vw_request_id(const char *topic, int32_t partition, int64_t offset, const void *hdr,
                     size_t hdr_len, const void *key, size_t key_len);
 

@@ -150,53 +150,24 @@ static void *finish_main(void *arg) {
 
 /* ---- intake ---------------------------------------------------------------- */
 
-/* The last value of header name in h (NULL h: the record has none). */
-static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
-    *v = NULL;
-    *len = 0;
-    if (!h || rd_kafka_header_get_last(h, name, v, len))
-        *v = NULL;
-}
-
-/* One allocation holds the item, its request id, key and value: all the
- * Kafka thread does with a consumed record (the checks and the plan run on an
- * admission thread, lane.h). NULL when out of memory. */
+/* The item of a consumed record (item.h vw_item_new): all the Kafka thread
+ * does with it (the checks and the plan run on an admission thread, lane.h).
+ * NULL when out of memory. */
 static vw_item *new_item(vw_flow *f, const rd_kafka_message_t *m, uint32_t epoch, int64_t now_ms) {
-    const void *hid, *reply;
-    size_t hid_len, reply_len, id_len;
-    char src[VW_SOURCE_MAX];
     rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
     if (rd_kafka_message_headers(m, &hdrs))
         hdrs = NULL;
-    header(hdrs, VW_HDR_REQUEST_ID, &hid, &hid_len);
-    header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
-    const char *id = vw_request_id_pick(f->o.topic, m->partition, m->offset, hid, hid_len, m->key,
-                                        m->key_len, src, &id_len);
-    size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
-    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len);
-    if (!it)
-        return NULL;
-    memset(it, 0, sizeof *it);
     rd_kafka_timestamp_type_t tstype;
-    it->proc = f->o.proc;
-    it->partition = m->partition;
-    it->offset = m->offset;
-    it->epoch = epoch;
-    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
-    it->admitted_ms = now_ms;
-    it->request_id = it->data;
-    memcpy(it->request_id, id, id_len); /* id may point into m: copied before m goes */
-    it->request_id[id_len] = 0;
-    it->key = m->key ? it->data + id_len + 1 : NULL;
-    it->key_len = key_len;
-    if (key_len)
-        memcpy(it->key, m->key, key_len);
-    it->value = it->data + id_len + 1 + key_len;
-    it->value_len = value_len;
-    if (value_len)
-        memcpy(it->value, m->payload, value_len);
-    it->reply_topic = vw_reply_topic(f->o.cfg, reply, reply_len);
-    return it;
+    vw_record_in r = {.topic = f->o.topic,
+                      .partition = m->partition,
+                      .offset = m->offset,
+                      .timestamp = rd_kafka_message_timestamp(m, &tstype),
+                      .key = m->key,
+                      .key_len = m->key_len,
+                      .headers = hdrs,
+                      .value = m->payload,
+                      .value_len = m->len};
+    return vw_item_new(&r, f->o.cfg, f->o.proc, epoch, now_ms);
 }
 
 void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms) {

@@ -6,6 +6,55 @@
 
 #include "admit_record.h" /* vw_copy_type */
 
+/* The last value of header name in h (NULL h: the record has none). */
+static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
+    *v = NULL;
+    *len = 0;
+    if (!h || rd_kafka_header_get_last(h, name, v, len))
+        *v = NULL;
+}
+
+vw_item *vw_item_new(const vw_record_in *r, const vw_config *cfg, vw_processor *proc,
+                     uint32_t epoch, int64_t admitted_ms) {
+    const void *hid, *reply;
+    size_t hid_len, reply_len, id_len, key_len = 0;
+    char id_buf[VW_SOURCE_MAX], key_buf[VW_SOURCE_MAX];
+    header(r->headers, VW_HDR_REQUEST_ID, &hid, &hid_len);
+    header(r->headers, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
+    const char *id = vw_request_id_pick(r->topic, r->partition, r->offset, hid, hid_len, r->key,
+                                        r->key_len, id_buf, &id_len);
+    const char *key = r->key ? vw_echo_bounded(r->key, r->key_len, key_buf, &key_len) : NULL;
+    if (r->key && !key)
+        return NULL; /* the digest of a long key: libcrypto out of memory */
+    size_t value_len = r->value ? r->value_len : 0;
+    bool keep = value_len <= (size_t)cfg->limits.max_request_bytes;
+    size_t kept = keep ? value_len : 0;
+    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + kept);
+    if (!it)
+        return NULL;
+    memset(it, 0, sizeof *it);
+    it->proc = proc;
+    it->partition = r->partition;
+    it->offset = r->offset;
+    it->epoch = epoch;
+    it->timestamp = r->timestamp;
+    it->admitted_ms = admitted_ms;
+    it->request_id = it->data;
+    memcpy(it->request_id, id, id_len); /* id may point into the record: copied */
+    it->request_id[id_len] = 0;
+    it->key = key ? it->data + id_len + 1 : NULL;
+    it->key_len = key_len;
+    if (key_len)
+        memcpy(it->key, key, key_len);
+    it->value = keep ? it->data + id_len + 1 + key_len : NULL;
+    it->value_len = value_len;
+    it->value_dropped = !keep;
+    if (kept)
+        memcpy(it->value, r->value, kept);
+    it->reply_topic = vw_reply_topic(cfg, reply, reply_len);
+    return it;
+}
+
 bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it) {
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 16;

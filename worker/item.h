@@ -11,11 +11,13 @@
 #ifndef VW_ITEM_H
 #define VW_ITEM_H
 
+#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "processor.h"
+#include "service/config.h"
 
 /* One consumed record on its way to a result. Owned by whoever holds it: the
  * flow (the admission lane, the batcher, a flight, the retry list), the ledger
@@ -29,12 +31,14 @@ typedef struct vw_item {
     int64_t timestamp;   /* record timestamp (ms), -1 if none */
     int64_t admitted_ms; /* monotonic, for queue delay */
     /* request_id, key and value live in this allocation (data[], one malloc
-     * per record); value is kept for the dead-letter topic. */
+     * per record); value is kept for the dead-letter topic. request_id and
+     * key are their echoes (at most VW_ECHO_MAX bytes, admit_record.h). */
     char *request_id;
     void *key; /* NULL when the record has none */
     size_t key_len;
-    void *value;
-    size_t value_len;
+    void *value;             /* NULL when value_dropped */
+    size_t value_len;        /* the record's value size, kept or not */
+    bool value_dropped;      /* larger than limits.max_request_bytes: never copied */
     const char *reply_topic; /* from the allow-list (config-owned) or NULL */
     void *proc_item;         /* the processor's pending item, or NULL */
     int64_t tokens;
@@ -52,10 +56,39 @@ typedef struct vw_item {
     char *msg;       /* RETRY/FATAL/dead letter: the message (malloc'd; NULL: see vw_item_msg) */
     char *out_value; /* produced bytes (owned here until the delivery report) */
     size_t out_len;
-    bool dead_letter; /* produced to the DLQ topic */
-    bool redo_dlq;    /* redo list: dead-letter it (else produce the result again) */
-    char data[];      /* request_id NUL key value */
+    bool dead_letter;    /* produced to the DLQ topic */
+    bool redo_dlq;       /* redo list: dead-letter it (else produce the result again) */
+    bool dlq_empty;      /* a dead letter refused with its payload: sent again without it */
+    bool dlq_cut;        /* the dead letter's payload is shorter than the value */
+    int produce_waits;   /* transient produce errors so far (sink.c backoff) */
+    int64_t redo_due_ms; /* redo list: not before (vw_now_ms) */
+    char data[];         /* request_id NUL key value */
 } vw_item;
+
+/* What a consumed record brings to its item; everything borrowed. */
+typedef struct vw_record_in {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    int64_t timestamp; /* ms, -1 if none */
+    const void *key;   /* NULL: none */
+    size_t key_len;
+    const rd_kafka_headers_t *headers; /* NULL: none */
+    const void *value;                 /* NULL: none (a tombstone) */
+    size_t value_len;
+} vw_record_in;
+
+/* The item of a consumed record, in one allocation: its request id (the
+ * request-id header, else the key, else topic:partition:offset; a long one
+ * as its digest: admit_record.h vw_request_id_pick), its key echo (the key,
+ * or its digest past VW_ECHO_MAX bytes), its reply topic (cfg's allow-list)
+ * and its value, copied only when at most cfg's limits.max_request_bytes
+ * (a larger one is answered 413 from its size alone: value NULL,
+ * value_dropped), so an item never holds more than the limit and a few KiB.
+ * The processor is proc; epoch and admitted_ms as given. NULL when out of
+ * memory. [thread: any] */
+vw_item *vw_item_new(const vw_record_in *r, const vw_config *cfg, vw_processor *proc,
+                     uint32_t epoch, int64_t admitted_ms);
 
 /* Items. vw_item_free releases the processor item too; NULL is a no-op. */
 void vw_item_free(vw_item *it);
