@@ -162,6 +162,41 @@ Test(sink, permanent_delivery_error_is_redone_as_a_dead_letter) {
     teardown(&f);
 }
 
+/* A dead letter the DLQ refuses (MSG_SIZE_TOO_LARGE on two Produce requests):
+ * sent once more without its payload (vela-payload-truncated says so);
+ * refused again, no way out is left: the record is neither acknowledged nor
+ * committed past, the fault record holds dead_letter_failed (the worker
+ * stops, exit 1) and dead_letter_failures_total counts it. Before: "record
+ * dropped", acknowledged, and counted only in produce_errors_total (issue 33
+ * item 6, issue 35 finding 2). */
+Test(sink, a_dead_letter_refused_even_empty_stops_before_its_offset) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    ready(&f, 0, 0, "ok-1", RESULT);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    vw_err err = {0};
+    cr_assert_eq(vw_broker_control(f.e.b, "err 0 2 10", &err), VW_OK, "%s", err.msg);
+    ready(&f, 0, 1, "dead-2", NULL);
+    hand_over(&f);
+    for (int64_t end = vw_kh_now_ms() + 15000;
+         !vw_fault_raised(&f.e.fault) && vw_kh_now_ms() < end;)
+        hand_and_poll(&f);
+    vw_err cause = {0};
+    cr_assert_eq(vw_fault_cause(&f.e.fault, &cause), VW_EKAFKA);
+    cr_assert_str_eq(cause.type, "dead_letter_failed");
+    cr_assert(strstr(cause.msg, "requests:0:1") && strstr(cause.msg, "MSG_SIZE_TOO_LARGE"), "%s",
+              cause.msg);
+    vw_sink_poll(f.sink, 200);
+    cr_assert_eq(vw_offsets_position(f.e.ledger, "requests", 0), 1, "not past the record");
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 1, "never acknowledged");
+    size_t len;
+    char *text = vw_metrics_render(f.e.metrics, &len);
+    cr_assert(strstr(text, "vela_worker_dead_letter_failures_total 1\n"), "counted");
+    free(text);
+    teardown(&f);
+}
+
 /* VW_CRASH_AT before_produce:2:fatal fails the producer as a broken
  * idempotent sequence would: the second record is refused, left unanswered
  * and unacknowledged (never dead-lettered or dropped), the sink is dead and

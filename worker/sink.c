@@ -19,31 +19,45 @@ struct vw_sink {
     rd_kafka_queue_t *q; /* the producer's main queue (I/O event -> wake_fd) */
     vw_item **redo;      /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
-    bool dead;   /* the producer can deliver nothing more (raised into the fault record) */
-    size_t done; /* replay: results delivered or written */
+    bool dead;      /* the producer can deliver nothing more (raised into the fault record) */
+    size_t done;    /* replay: results delivered or written */
+    size_t max_msg; /* the producer's message.max.bytes: what one record may weigh */
+    int64_t blocked_since_ms; /* results wait out a transient produce error since; 0: none */
     vw_kafka_health health;
 };
 
-/* Errors that no retry can fix: the record must take another way. */
+/* Errors that no retry can fix: the record itself is too large or invalid, so
+ * the topic will never take it and it must take another way (a result: the
+ * dead-letter topic; a dead letter: without its payload). Everything else is
+ * transient — an unknown topic or partition (a topic being created or
+ * recreated), a refused authorisation (an ACL not granted yet), a leader
+ * change, a timeout — and the record is produced again after a backoff
+ * (wait_and_redo), never dead-lettered. */
 static bool permanent(rd_kafka_resp_err_t e) {
     return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
            e == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_RECORD ||
            e == RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE || e == RD_KAFKA_RESP_ERR_INVALID_MSG ||
-           e == RD_KAFKA_RESP_ERR__INVALID_ARG || e == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED;
+           e == RD_KAFKA_RESP_ERR__INVALID_ARG;
 }
 
-static void add_header(rd_kafka_headers_t *h, const char *name, const void *v, size_t len) {
+/* Adds a header; returns the bytes it adds to the record (name, value and
+ * their length fields, at most 10 bytes each as varints). */
+static size_t add_header(rd_kafka_headers_t *h, const char *name, const void *v, size_t len) {
     rd_kafka_header_add(h, name, -1, v, (ssize_t)len);
+    return strlen(name) + len + 20;
 }
 
-static rd_kafka_headers_t *base_headers(vw_sink *s, const vw_item *it) {
-    char source[320];
+/* The contract's first headers; *size (may be NULL) receives their bytes. */
+static rd_kafka_headers_t *base_headers(vw_sink *s, const vw_item *it, size_t *size) {
+    char source[VW_SOURCE_MAX];
     const char *model = s->o.proc->ops->model(s->o.proc);
     vw_record_source(source, sizeof source, s->o.topic, it->partition, it->offset);
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
-    add_header(h, VW_HDR_REQUEST_ID, it->request_id, strlen(it->request_id));
-    add_header(h, VW_HDR_MODEL, model, strlen(model));
-    add_header(h, VW_HDR_SOURCE, source, strlen(source));
+    size_t n = add_header(h, VW_HDR_REQUEST_ID, it->request_id, strlen(it->request_id));
+    n += add_header(h, VW_HDR_MODEL, model, strlen(model));
+    n += add_header(h, VW_HDR_SOURCE, source, strlen(source));
+    if (size)
+        *size = n;
     return h;
 }
 
@@ -88,35 +102,121 @@ static void abandon(vw_sink *s, vw_item *it, const char *why) {
     vw_item_free(it);
 }
 
-/* Gives up on a record that has no way out: logs, counts and acknowledges it so
- * the partition keeps moving (docs/contract.md "Delivery guarantees"). */
-static void drop(vw_sink *s, vw_item *it, const char *why) {
+/* A record no way out is left for: not even its dead letter without a
+ * payload was taken. Acknowledging it would commit it unanswered (until
+ * 2026-12-05 it was, "record dropped"), so the worker stops before its offset
+ * (dead_letter_failed, exit 1): the partition is not committed past it and
+ * the next owner meets it again (docs/contract.md "Delivery guarantees"). */
+static void dlq_failed(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
+    vw_metrics_inc(s->o.metrics, VW_M_DLQ_FAILURES, 1);
     VW_LOG(s->o.log, VW_LOG_ERROR, "producer",
-           "record dropped: neither a result nor a dead letter could be produced "
-           "request_id=\"%s\" tp=%s:%d:%lld reason=\"%s\"",
-           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, why);
-    vw_offsets_ack(s->o.ledger, s->o.topic, it->partition, it->epoch, it->offset, NULL);
-    vw_item_free(it);
+           "dead letter refused even without its payload, stopping request_id=\"%s\" "
+           "tp=%s:%d:%lld err=%s",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset,
+           rd_kafka_err2name(e));
+    VW_RAISE(s->o.fault, VW_EKAFKA, "dead_letter_failed",
+             "the dead letter of tp=%s:%d:%lld was refused even without its payload: %s: %s",
+             s->o.topic, (int)it->partition, (long long)it->offset, rd_kafka_err2name(e),
+             rd_kafka_err2str(e));
+    abandon(s, it, rd_kafka_err2str(e));
 }
 
+/* Keeps an item for vw_sink_redo (due at it->redo_due_ms); out of memory
+ * stops the worker rather than acknowledge it unanswered. */
+static void keep(vw_sink *s, vw_item *it) {
+    if (vw_items_push(&s->redo, &s->n_redo, &s->cap_redo, it))
+        return;
+    VW_RAISE(s->o.fault, VW_ENOMEM, "out_of_memory", "the redo list, request_id=\"%s\"",
+             it->request_id);
+    abandon(s, it, "out of memory for the retry list: stopping");
+}
+
+/* Results wait out a transient produce error (blocked) or flow again: logged
+ * once each way, and /readyz answers 503 meanwhile (metrics.h). */
+static void set_blocked(vw_sink *s, bool blocked, const char *topic, rd_kafka_resp_err_t e) {
+    if (blocked == (s->blocked_since_ms != 0))
+        return;
+    if (blocked) {
+        s->blocked_since_ms = vw_now_ms();
+        VW_LOG(s->o.log, VW_LOG_WARN, "producer",
+               "results wait: transient produce error, produced again with backoff topic=%s "
+               "err=%s reason=\"%s\"",
+               topic, rd_kafka_err2name(e), rd_kafka_err2str(e));
+    } else {
+        VW_LOG(s->o.log, VW_LOG_INFO, "producer", "results flow again waited_ms=%lld",
+               (long long)(vw_now_ms() - s->blocked_since_ms));
+        s->blocked_since_ms = 0;
+    }
+    vw_metrics_set_produce_blocked(s->o.metrics, blocked);
+}
+
+/* A transient produce error (see permanent): the record is produced again
+ * after delivery.retry_backoff_ms, doubling to retry_backoff_max_ms. */
+static void wait_and_redo(vw_sink *s, vw_item *it, const char *topic, rd_kafka_resp_err_t e) {
+    int64_t b = s->o.cfg->delivery.retry_backoff_ms, max = s->o.cfg->delivery.retry_backoff_max_ms;
+    for (int i = 0; i < it->produce_waits && b < max; i++)
+        b *= 2;
+    it->produce_waits++;
+    it->redo_due_ms = vw_now_ms() + (b < max ? b : max);
+    vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_WAITS, 1);
+    VW_LOG(s->o.log, VW_LOG_DEBUG, "producer",
+           "produce waits request_id=\"%s\" tp=%s:%d:%lld topic=%s err=%s attempt=%d",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, topic,
+           rd_kafka_err2name(e), it->produce_waits);
+    set_blocked(s, true, topic, e);
+    keep(s, it);
+}
+
+/* Bytes of a dead letter besides its payload and headers (the record's own
+ * fields, the batch around it) and room for the truncation header: what
+ * librdkafka counts against message.max.bytes is less. */
+enum { DLQ_MARGIN = 1024 };
+
 /* Sends the request to the DLQ; the item's type and message say why (kept in
- * the item: a failed dead-letter delivery is produced again with them). */
+ * the item: a failed dead-letter delivery is produced again with them). The
+ * payload is the request's value, cut to what fits the producer's
+ * message.max.bytes beside the key and headers (a value over
+ * limits.max_request_bytes was never kept: cut to nothing), and nothing at all
+ * once the DLQ refused it whole (dlq_empty); a cut payload says so in
+ * vela-payload-truncated (the value's size in bytes). */
 static void dead_letter(vw_sink *s, vw_item *it) {
     const char *type = it->type[0] ? it->type : "no_result", *msg = vw_item_msg(it);
-    rd_kafka_headers_t *h = base_headers(s, it);
-    add_header(h, VW_HDR_ERROR, msg, strlen(msg));
-    add_header(h, VW_HDR_ERROR_TYPE, type, strlen(type));
+    size_t used;
+    rd_kafka_headers_t *h = base_headers(s, it, &used);
+    used += add_header(h, VW_HDR_ERROR, msg, strnlen(msg, VW_ECHO_MAX));
+    used += add_header(h, VW_HDR_ERROR_TYPE, type, strlen(type));
+    used += DLQ_MARGIN + it->key_len;
+    size_t room = s->max_msg > used ? s->max_msg - used : 0;
+    size_t payload = it->value_dropped || it->dlq_empty ? 0 : it->value_len;
+    if (payload > room)
+        payload = room;
+    it->dlq_cut = payload < it->value_len;
+    if (it->dlq_cut) {
+        char n[24];
+        add_header(h, VW_HDR_TRUNCATED, n, vw_fmt_i64(n, (int64_t)it->value_len));
+    }
     it->dead_letter = true;
     VW_LOG(s->o.log, VW_LOG_WARN, "producer",
-           "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s reason=\"%s\"", it->request_id,
-           s->o.topic, (int)it->partition, (long long)it->offset, type, msg);
-    rd_kafka_resp_err_t e = send_msg(s, s->o.cfg->topics.dlq, it, it->value, it->value_len, h);
-    if (e) {
-        rd_kafka_headers_destroy(h);
-        if (producer_dead(s, e))
-            abandon(s, it, rd_kafka_err2str(e));
-        else
-            drop(s, it, rd_kafka_err2str(e));
+           "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s reason=\"%s\" "
+           "payload_bytes=%zu value_bytes=%zu",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset, type, msg,
+           payload, it->value_len);
+    rd_kafka_resp_err_t e =
+        send_msg(s, s->o.cfg->topics.dlq, it, payload ? it->value : NULL, payload, h);
+    if (!e)
+        return;
+    rd_kafka_headers_destroy(h);
+    vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
+    if (producer_dead(s, e)) {
+        abandon(s, it, rd_kafka_err2str(e));
+    } else if (!permanent(e)) {
+        it->redo_dlq = true;
+        wait_and_redo(s, it, s->o.cfg->topics.dlq, e);
+    } else if (!it->dlq_empty) {
+        it->dlq_empty = true; /* once more, without the payload */
+        dead_letter(s, it);
+    } else {
+        dlq_failed(s, it, e);
     }
 }
 
@@ -177,7 +277,7 @@ static void produce_one(vw_sink *s, vw_item *it) {
         fail_producer(s);
     char status[24];
     size_t status_len = vw_fmt_i64(status, it->vela_status);
-    rd_kafka_headers_t *h = base_headers(s, it);
+    rd_kafka_headers_t *h = base_headers(s, it, NULL);
     add_header(h, VW_HDR_STATUS, status, status_len);
     for (size_t i = 0; i < it->n_headers; i++)
         add_header(h, it->headers[i].name, it->headers[i].value, it->headers[i].value_len);
@@ -188,10 +288,13 @@ static void produce_one(vw_sink *s, vw_item *it) {
         vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
         if (producer_dead(s, e)) {
             abandon(s, it, rd_kafka_err2str(e));
-            return;
+        } else if (permanent(e)) { /* e.g. larger than message.max.bytes */
+            vw_item_fail(it, VW_RESULT_FATAL, "produce_failed", rd_kafka_err2str(e));
+            dead_letter(s, it);
+        } else {
+            wait_and_redo(s, it, topic, e);
         }
-        vw_item_fail(it, VW_RESULT_FATAL, "produce_failed", rd_kafka_err2str(e));
-        dead_letter(s, it);
+        return;
     }
     if (!e && vw_crashpoint_hit(s->o.crash, VW_CRASH_AFTER_PRODUCE))
         fail_producer(s);
@@ -208,10 +311,13 @@ void vw_sink_redo(vw_sink *s) {
     size_t n_redo = s->n_redo;
     s->redo = NULL;
     s->n_redo = s->cap_redo = 0;
+    int64_t now = vw_now_ms();
     for (size_t i = 0; i < n_redo; i++) {
         vw_item *it = redo[i];
         uint32_t epoch = 0;
-        if (producer_dead(s, RD_KAFKA_RESP_ERR_NO_ERROR))
+        if (it->redo_due_ms > now && !producer_dead(s, RD_KAFKA_RESP_ERR_NO_ERROR))
+            keep(s, it); /* its backoff is not over */
+        else if (producer_dead(s, RD_KAFKA_RESP_ERR_NO_ERROR))
             abandon(s, it, "the producer failed fatally");
         else if (!s->o.replay &&
                  (!vw_offsets_is_assigned(s->o.ledger, s->o.topic, it->partition, &epoch) ||
@@ -223,12 +329,18 @@ void vw_sink_redo(vw_sink *s) {
             produce_one(s, it);
     }
     free(redo);
+    /* What waited was revoked meanwhile and nothing is on its way: no
+     * delivery will come to say results flow again. */
+    if (s->blocked_since_ms && !s->n_redo && s->rk && !rd_kafka_outq_len(s->rk))
+        set_blocked(s, false, NULL, RD_KAFKA_RESP_ERR_NO_ERROR);
 }
 
 /* Counts what an acknowledged result was. */
 static void count_result(vw_sink *s, const vw_item *it) {
     if (it->dead_letter) {
         vw_metrics_inc(s->o.metrics, VW_M_DLQ, 1);
+        if (it->dlq_cut)
+            vw_metrics_inc(s->o.metrics, VW_M_DLQ_TRUNCATED, 1);
         return;
     }
     vw_metrics_result(s->o.metrics, it->vela_status);
@@ -259,6 +371,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     }
     if (!m->err) {
         s->health.up = true;
+        if (!s->n_redo)
+            set_blocked(s, false, NULL, RD_KAFKA_RESP_ERR_NO_ERROR);
         if (s->o.replay)
             s->done++;
         count_result(s, it);
@@ -284,23 +398,24 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         abandon(s, it, rd_kafka_err2str(m->err));
         return;
     }
-    if (permanent(m->err) && it->dead_letter) {
-        drop(s, it, rd_kafka_err2str(m->err));
-        return;
-    }
-    /* Transient (librdkafka already retried for message.timeout.ms): produce it
-     * again; permanent: dead-letter it. Either way outside this callback. */
-    if (permanent(m->err)) {
+    /* Outside this callback (vw_sink_redo): a permanent error dead-letters a
+     * result at once, and sends a refused dead letter once more without its
+     * payload (refused again: the worker stops); a transient one (librdkafka
+     * may have retried it already) produces the record again after a backoff. */
+    it->redo_due_ms = 0;
+    if (!permanent(m->err)) {
+        it->redo_dlq = it->dead_letter;
+        wait_and_redo(s, it, rd_kafka_topic_name(m->rkt), m->err);
+    } else if (!it->dead_letter) {
         it->redo_dlq = true;
         vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(m->err), rd_kafka_err2str(m->err));
+        keep(s, it);
+    } else if (!it->dlq_empty) {
+        it->redo_dlq = true;
+        it->dlq_empty = true;
+        keep(s, it);
     } else {
-        it->redo_dlq = it->dead_letter;
-    }
-    if (!vw_items_push(&s->redo, &s->n_redo, &s->cap_redo, it)) {
-        /* Acknowledging it would commit it unanswered: stop instead (exit 1). */
-        VW_RAISE(s->o.fault, VW_ENOMEM, "out_of_memory", "the redo list, request_id=\"%s\"",
-                 it->request_id);
-        abandon(s, it, "out of memory for the retry list: stopping");
+        dlq_failed(s, it, m->err);
     }
 }
 
@@ -353,6 +468,11 @@ vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
     if (st)
         goto done;
+    char max[32];
+    size_t max_len = sizeof max;
+    s->max_msg = rd_kafka_conf_get(conf, "message.max.bytes", max, &max_len) == RD_KAFKA_CONF_OK
+                     ? (size_t)atoll(max)
+                     : 1000000;
     rd_kafka_conf_set_opaque(conf, s);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);

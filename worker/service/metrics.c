@@ -34,6 +34,14 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
      "Partitions assigned again because librdkafka never started fetching them."},
     {"slow_records_total",
      "Records whose admission and plan took longer than limits.slow_record_ms."},
+    {"unreadable_records_total",
+     "Records librdkafka could not hand over (decompression, CRC, size): dead-lettered, skipped."},
+    {"dead_letters_truncated_total", "Dead letters whose payload was cut to fit the producer."},
+    {"dead_letter_failures_total",
+     "Dead letters refused even without a payload: the worker stopped before the offset."},
+    {"produce_waits_total",
+     "Results kept for another try after a transient produce error (unknown or unauthorised "
+     "topic, leader change)."},
 };
 
 enum { MAX_BUCKETS = 16 };
@@ -101,7 +109,7 @@ struct vw_metrics {
     _Atomic uint64_t stage_ns[VW_S_COUNT];
     hist hists[VW_H_COUNT];
     _Atomic int64_t in_flight;
-    atomic_bool paused, assigned, ready, fatal;
+    atomic_bool paused, assigned, ready, fatal, blocked;
     pthread_mutex_t lag_mu;
     lag *lags;
     size_t n_lags;
@@ -195,6 +203,10 @@ void vw_metrics_set_ready(vw_metrics *m, bool ready) {
 void vw_metrics_set_fatal(vw_metrics *m) {
     if (m)
         atomic_store(&m->fatal, true);
+}
+void vw_metrics_set_produce_blocked(vw_metrics *m, bool blocked) {
+    if (m)
+        atomic_store(&m->blocked, blocked);
 }
 
 static int64_t field_i64(const json_t *p, const char *name) {
@@ -301,9 +313,13 @@ static void render_gauges(vw_metrics *m, vw_sbuf *sb) {
                    "# HELP vela_worker_paused 1 while intake is held for a rebalance.\n"
                    "# TYPE vela_worker_paused gauge\nvela_worker_paused %d\n"
                    "# HELP vela_worker_ready 1 when /readyz answers 200.\n"
-                   "# TYPE vela_worker_ready gauge\nvela_worker_ready %d\n",
+                   "# TYPE vela_worker_ready gauge\nvela_worker_ready %d\n"
+                   "# HELP vela_worker_produce_blocked 1 while results wait out a transient "
+                   "produce error.\n"
+                   "# TYPE vela_worker_produce_blocked gauge\nvela_worker_produce_blocked %d\n",
                    (long long)atomic_load(&m->in_flight), (int)atomic_load(&m->paused),
-                   atomic_load(&m->ready) && atomic_load(&m->assigned));
+                   atomic_load(&m->ready) && atomic_load(&m->assigned) && !atomic_load(&m->blocked),
+                   (int)atomic_load(&m->blocked));
     vw_sbuf_puts(sb, "# HELP vela_worker_consumer_lag Messages behind the high watermark "
                      "(librdkafka statistics).\n# TYPE vela_worker_consumer_lag gauge\n");
     pthread_mutex_lock(&m->lag_mu);
@@ -386,7 +402,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return reply(c, ok ? 200 : 503, strdup(ok ? "ok\n" : "fatal\n"), ok ? 3 : 6, "text/plain");
     }
     if (!strcmp(url, "/readyz")) {
-        bool ok = atomic_load(&m->ready) && atomic_load(&m->assigned) && !atomic_load(&m->fatal);
+        bool ok = atomic_load(&m->ready) && atomic_load(&m->assigned) &&
+                  !atomic_load(&m->blocked) && !atomic_load(&m->fatal);
         return reply(c, ok ? 200 : 503, strdup(ok ? "ready\n" : "not ready\n"), ok ? 6 : 10,
                      "text/plain");
     }

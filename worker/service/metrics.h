@@ -2,8 +2,9 @@
  *
  * GET /metrics  Prometheus text format 0.0.4 (names below, prefix vela_worker_)
  * GET /healthz  200 "ok" while the worker runs, 503 after a fatal error
- * GET /readyz   200 when the processor is ready and a partition assignment was
- *               received, else 503
+ * GET /readyz   200 when the processor is ready, a partition assignment was
+ *               received and no result waits out a transient produce error,
+ *               else 503
  *
  * Counters, gauges and fixed-bucket histograms are C11 atomics: the Kafka
  * thread, the executor thread and the HTTP thread use them without locks.
@@ -48,6 +49,10 @@ typedef enum vw_counter {
     VW_M_BATCHES,            /* micro-batches run */
     VW_M_PARTITION_RESTARTS, /* partitions assigned again by the start watchdog */
     VW_M_SLOW_RECORDS,       /* admission + plan over limits.slow_record_ms */
+    VW_M_UNREADABLE,         /* records librdkafka could not hand over: dead-lettered, skipped */
+    VW_M_DLQ_TRUNCATED,      /* dead letters whose payload was cut to fit */
+    VW_M_DLQ_FAILURES,       /* dead letters refused even empty: the worker stops */
+    VW_M_PRODUCE_WAITS,      /* results kept for another try after a transient produce error */
     VW_M_COUNTERS
 } vw_counter;
 
@@ -101,6 +106,9 @@ void vw_metrics_set_paused(vw_metrics *m, bool paused);
 void vw_metrics_set_assigned(vw_metrics *m, bool assigned);
 void vw_metrics_set_ready(vw_metrics *m, bool ready);
 void vw_metrics_set_fatal(vw_metrics *m);
+/* Results wait out a transient produce error (an unknown or unauthorised
+ * topic, a leader change): /readyz answers 503 meanwhile. */
+void vw_metrics_set_produce_blocked(vw_metrics *m, bool blocked);
 /* Updates consumer lag gauges from a librdkafka statistics JSON document. */
 void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len);
 
