@@ -8,6 +8,7 @@
 #include "flow.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,24 +171,52 @@ static vw_item *new_item(vw_flow *f, const rd_kafka_message_t *m, uint32_t epoch
     return vw_item_new(&r, f->o.cfg, f->o.proc, epoch, now_ms);
 }
 
-void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms) {
-    uint32_t epoch;
+/* Tracks partition:offset in the ledger (its epoch into *epoch); false when
+ * the record is to be skipped: its partition revoked meanwhile, an offset the
+ * ledger refuses, or out of memory (raised: skipping it would commit past it). */
+static bool track(vw_flow *f, int32_t partition, int64_t offset, uint32_t *epoch) {
     vw_err err = {0};
-    if (!vw_offsets_is_assigned(f->o.ledger, f->o.topic, m->partition, &epoch))
-        return; /* revoked meanwhile */
-    if (vw_offsets_track(f->o.ledger, f->o.topic, m->partition, m->offset, &err)) {
-        if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
-            VW_LOG(f->o.log, VW_LOG_ERROR, "worker",
-                   "out of memory tracking tp=%s:%d:%lld, stopping", f->o.topic, (int)m->partition,
-                   (long long)m->offset);
-            VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "tracking tp=%s:%d:%lld", f->o.topic,
-                     (int)m->partition, (long long)m->offset);
-            return;
-        }
-        VW_LOG(f->o.log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
-               f->o.topic, (int)m->partition, (long long)m->offset, err.msg);
+    if (!vw_offsets_is_assigned(f->o.ledger, f->o.topic, partition, epoch))
+        return false; /* revoked meanwhile */
+    if (!vw_offsets_track(f->o.ledger, f->o.topic, partition, offset, &err))
+        return true;
+    if (err.status == VW_ENOMEM) {
+        VW_LOG(f->o.log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",
+               f->o.topic, (int)partition, (long long)offset);
+        VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "tracking tp=%s:%d:%lld", f->o.topic,
+                 (int)partition, (long long)offset);
+        return false;
+    }
+    VW_LOG(f->o.log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
+           f->o.topic, (int)partition, (long long)offset, err.msg);
+    return false;
+}
+
+void vw_flow_unreadable(vw_flow *f, int32_t partition, int64_t offset, const char *err,
+                        const char *reason, int64_t now_ms) {
+    uint32_t epoch;
+    if (!track(f, partition, offset, &epoch))
+        return;
+    vw_metrics_inc(f->o.metrics, VW_M_RECORDS_IN, 1);
+    vw_record_in r = {
+        .topic = f->o.topic, .partition = partition, .offset = offset, .timestamp = -1};
+    vw_item *it = vw_item_new(&r, f->o.cfg, f->o.proc, epoch, now_ms);
+    if (!it) { /* the offset stays PENDING: nothing past it is committed */
+        VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "dead letter of tp=%s:%d:%lld", f->o.topic,
+                 (int)partition, (long long)offset);
         return;
     }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", err, reason);
+    vw_item_fail(it, VW_RESULT_FATAL, "unreadable_record", msg);
+    if (vw_offsets_set_result(f->o.ledger, f->o.topic, partition, epoch, offset, it, NULL))
+        vw_item_free(it);
+}
+
+void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms) {
+    uint32_t epoch;
+    if (!track(f, m->partition, m->offset, &epoch))
+        return;
     vw_metrics_inc(f->o.metrics, VW_M_RECORDS_IN, 1);
     vw_item *it = new_item(f, m, epoch, now_ms);
     /* The lane has room: intake takes at most vw_flow_room records. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "poison.h"
 #include "service/clock.h"
 #include "source_conf.h"
 #include "rejoin.h"
@@ -35,6 +36,7 @@ struct vw_source {
     atomic_int log_calls;      /* librdkafka threads inside the log callback */
     atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
+    vw_poison poison;          /* consume errors per partition (poison.h) */
     vw_kafka_health health;
 };
 
@@ -235,6 +237,7 @@ static void revoke_partitions(vw_source *s, const rd_kafka_topic_partition_list_
     for (int i = 0; i < parts->cnt; i++) {
         s->o.hooks.drop(s->o.hooks.ctx, parts->elems[i].partition);
         vw_starts_remove(&s->starts, parts->elems[i].partition);
+        vw_poison_forget(&s->poison, parts->elems[i].partition);
     }
     if (!lost) {
         int64_t deadline = vw_now_ms() + s->o.cfg->delivery.revoke_wait_ms;
@@ -401,6 +404,11 @@ vw_status vw_source_open(const vw_source_opts *o, vw_source **out, vw_err *err) 
         goto done;
     s->sticky_assignor = info.sticky_assignor;
     s->kafka_debug = info.kafka_debug;
+    VW_LOG(o->log, VW_LOG_INFO, "consumer",
+           "fetch bounds max_partition_fetch_bytes=%lld fetch_max_bytes=%lld "
+           "receive_message_max_bytes=%lld queued_max_messages_kbytes=%lld",
+           (long long)info.bounds.partition, (long long)info.bounds.fetch,
+           (long long)info.bounds.receive, (long long)info.bounds.queued_kb);
     rd_kafka_conf_set_opaque(conf, s);
     rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_error_cb(conf, on_error);
@@ -535,22 +543,41 @@ void vw_source_reroute(vw_source *s) {
 
 /* A consumer error that ends the run: the client's fatal error (posted to the
  * consumer queue, not to the error callback), and in replay any error but the
- * end of a partition (e.g. the range's start deleted by retention meanwhile:
- * the range can no longer be read whole). */
-static bool ends_run(const vw_source *s, rd_kafka_resp_err_t e) {
-    return e == RD_KAFKA_RESP_ERR__FATAL || (s->o.replay && e != RD_KAFKA_RESP_ERR__PARTITION_EOF);
+ * end of a partition or an unreadable record (e.g. the range's start deleted
+ * by retention meanwhile: the range can no longer be read whole). */
+static bool ends_run(const vw_source *s, const rd_kafka_message_t *m) {
+    return m->err == RD_KAFKA_RESP_ERR__FATAL ||
+           (s->o.replay && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+            !vw_poison_unreadable(m, s->o.topic));
 }
 
-static void take(vw_source *s, rd_kafka_message_t *m) {
+/* Takes one message (and destroys it). Returns the partition an unreadable
+ * record sent elsewhere (the messages of it already taken from the queue are
+ * outdated), else -1. */
+static int32_t take(vw_source *s, rd_kafka_message_t *m) {
+    int32_t sought = -1;
     if (m->err) {
-        if (ends_run(s, m->err)) {
+        if (ends_run(s, m)) {
             VW_LOG(s->o.log, VW_LOG_ERROR, "consumer",
                    "consume error, stopping err=%s reason=\"%s\"", rd_kafka_err2name(m->err),
                    rd_kafka_message_errstr(m));
             VW_RAISE(s->o.fault, VW_EKAFKA,
                      m->err == RD_KAFKA_RESP_ERR__FATAL ? "kafka_fatal" : "consume_error",
                      "consumer: %s: %s", rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || s->stopping) {
+            /* nothing to do: a stopping worker answers no more */
+        } else if (m->rkt && m->partition >= 0 &&
+                   !strcmp(rd_kafka_topic_name(m->rkt), s->o.topic)) {
+            vw_poison_env env = {s->rk,
+                                 s->o.topic,
+                                 s->o.log,
+                                 s->o.metrics,
+                                 s->o.fault,
+                                 s->o.cfg->delivery.start_timeout_ms,
+                                 s->o.hooks.unreadable,
+                                 s->o.hooks.ctx};
+            sought = vw_poison_error(&s->poison, &env, m);
+        } else {
             VW_LOG(s->o.log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
@@ -559,9 +586,14 @@ static void take(vw_source *s, rd_kafka_message_t *m) {
                                 no rebalance or delivery, maybe no statistics) */
         if (s->starts.n)     /* a record: its partition fetches */
             vw_starts_remove(&s->starts, m->partition);
+        uint64_t run = s->poison.n ? vw_poison_record(&s->poison, m->partition) : 0;
+        if (run)
+            VW_LOG(s->o.log, VW_LOG_INFO, "consumer", "consume errors over tp=%s:%d errors=%llu",
+                   s->o.topic, (int)m->partition, (unsigned long long)run);
         s->o.hooks.record(s->o.hooks.ctx, m);
     }
     rd_kafka_message_destroy(m);
+    return sought;
 }
 
 /* Intake is held (no record taken from s->mq, librdkafka's fetch queue
@@ -630,8 +662,21 @@ bool vw_source_poll(vw_source *s, size_t lane) {
         k = RECORDS;
     rd_kafka_message_t *batch[RECORDS];
     ssize_t got = k ? rd_kafka_consume_batch_queue(s->mq, 0, batch, k) : 0;
-    for (ssize_t i = 0; i < got; i++)
-        take(s, batch[i]);
+    int32_t sought[RECORDS]; /* partitions an unreadable record sent elsewhere */
+    size_t n_sought = 0;
+    for (ssize_t i = 0; i < got; i++) {
+        /* Taken before a seek of their partition: outdated, fetched again. */
+        bool outdated = false;
+        for (size_t j = 0; j < n_sought && !outdated; j++)
+            outdated = sought[j] == batch[i]->partition;
+        if (outdated) {
+            rd_kafka_message_destroy(batch[i]);
+            continue;
+        }
+        int32_t p = take(s, batch[i]);
+        if (p >= 0)
+            sought[n_sought++] = p;
+    }
     return more || (got > 0 && (size_t)got == k);
 }
 
@@ -713,5 +758,6 @@ void vw_source_free(vw_source *s) {
         return;
     vw_source_close(s, vw_now_ms());
     vw_starts_free(&s->starts);
+    vw_poison_free(&s->poison);
     free(s);
 }

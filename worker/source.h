@@ -9,6 +9,8 @@
  * its event loop: the source reaches the loop only through them, from inside
  * vw_source_poll (and vw_source_close, whose revoke runs them once more):
  *   record  a consumed record of an assigned partition (not while stopping);
+ *   unreadable  a record librdkafka cannot hand over (poison.h): its offset,
+ *           the error and librdkafka's reason; the source seeks past it;
  *   drop    a partition is being revoked: drop its queued work;
  *   settle  before a revoke's commit: let the revoked partitions' results
  *           finish (the loop collects, produces and serves deliveries) until
@@ -21,9 +23,11 @@
  * threads; it touches atomics only). librdkafka serves the other callbacks
  * from vw_source_poll and vw_source_close.
  * Errors: VW_EKAFKA / VW_EINVAL / VW_ENOMEM from open, named; at run time a
- * fatal consumer error, a record outside its partition's queue, a consume
- * error in replay and out of memory while assigning are raised into the fault
- * record (fault.h).
+ * fatal consumer error, a record outside its partition's queue, a partition's
+ * consume errors for delivery.start_timeout_ms with no record between
+ * (partition_stalled), a consume error in replay other than an unreadable
+ * record, and out of memory while assigning are raised into the fault record
+ * (fault.h).
  */
 #ifndef VW_SOURCE_H
 #define VW_SOURCE_H
@@ -47,6 +51,8 @@ typedef struct vw_source vw_source;
 typedef struct vw_source_hooks {
     void *ctx;
     void (*record)(void *ctx, const rd_kafka_message_t *m);
+    void (*unreadable)(void *ctx, int32_t partition, int64_t offset, rd_kafka_resp_err_t e,
+                       const char *reason);
     void (*drop)(void *ctx, int32_t partition);
     void (*settle)(void *ctx, const rd_kafka_topic_partition_list_t *parts, int64_t deadline_ms);
 } vw_source_hooks;

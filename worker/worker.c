@@ -82,6 +82,17 @@ static void on_record(void *ctx, const rd_kafka_message_t *m) {
     vw_flow_intake(w->flow, m, w->turn_ms);
 }
 
+/* The source's unreadable hook: a record librdkafka cannot hand over gets
+ * its dead letter (unless outside its replay range). */
+static void on_unreadable(void *ctx, int32_t partition, int64_t offset, rd_kafka_resp_err_t e,
+                          const char *reason) {
+    struct vw_worker *w = ctx;
+    const vw_range *r = vw_replay_range_of(w->ranges, w->n_ranges, partition);
+    if (r && (offset < r->start || offset >= r->end))
+        return;
+    vw_flow_unreadable(w->flow, partition, offset, rd_kafka_err2name(e), reason, w->turn_ms);
+}
+
 /* The source's drop hook: a revoked partition's queued work goes. */
 static void on_drop(void *ctx, int32_t partition) {
     struct vw_worker *w = ctx;
@@ -241,7 +252,7 @@ static vw_status start(struct vw_worker *w, vw_err *err) {
                          .topic = w->topic,
                          .replay = w->replay,
                          .wake_fd = w->wake[1],
-                         .hooks = {w, on_record, on_drop, on_settle}};
+                         .hooks = {w, on_record, on_unreadable, on_drop, on_settle}};
     vw_status st = vw_source_open(&so, &w->source, err);
     if (!st) {
         vw_sink_opts o = {.cfg = w->cfg,
