@@ -436,10 +436,10 @@ static void lz4_bombs(int n_parts, long bound_mb) {
     cr_assert_eq(stop_all(&e), 0);
 }
 
-Test(reliability_bombs, one_lz4_record_of_500_mib_costs_its_size_once, .timeout = 300) {
+Test(reliability_bombs, one_lz4_record_of_500_mib_costs_its_size_once) {
     lz4_bombs(1, ONE_BOUND_MB);
 }
 
-Test(reliability_bombs, four_lz4_records_of_500_mib_on_four_partitions, .timeout = 300) {
+Test(reliability_bombs, four_lz4_records_of_500_mib_on_four_partitions) {
     lz4_bombs(4, FOUR_BOUND_MB);
 }
