@@ -143,8 +143,10 @@ static void refused(char *setting, const char *want1, const char *want2) {
 Test(kafka_compat, kip848_settings_checked) {
     if (vw_kafka_before(2, 12, 0)) {
         /* The configuration check asks librdkafka about each key; before 2.12
-         * it does not know group.protocol. */
-        refused("VELA_KAFKA_CONSUMER_GROUP_PROTOCOL=consumer", "group.protocol", "kafka.consumer");
+         * it does not know group.protocol. The error names the variable the
+         * setting came from (docs/worker.md "Start-up errors"). */
+        refused("VELA_KAFKA_CONSUMER_GROUP_PROTOCOL=consumer", "group.protocol",
+                "VELA_KAFKA_CONSUMER_GROUP_PROTOCOL (environment)");
         return;
     }
     if (vw_kh_kip848()) /* the harness config is a KIP-848 one: add a classic key */
