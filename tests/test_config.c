@@ -187,8 +187,9 @@ Test(config, bad_values_name_key_and_line) {
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nlog: {format: xml}\n", NULL,
               "t.yaml:3: log.format: 'xml' is not one of json|text");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\ndelivery:\n"
-              "  mode: exactly_once\n",
-              NULL, "t.yaml:4: delivery.mode: 'exactly_once' is not one of at_least_once");
+              "  mode: exactly_twice\n",
+              NULL,
+              "t.yaml:4: delivery.mode: 'exactly_twice' is not one of at_least_once|exactly_once");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: [a, b]\n", NULL,
               "t.yaml:3: topics.input: expected a scalar value");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in, reply_allow: [a, [b]]}\n", NULL,
@@ -198,6 +199,33 @@ Test(config, bad_values_name_key_and_line) {
 /* model.device names one GPU as cuda:N (one worker per GPU, docs/worker.md
  * "GPU deployment"); whether that device exists is checked at start
  * (worker/service/device.c), not here: a config is valid on any host. */
+/* exactly_once and the pieces of its transactional.id (worker/txn.h); the
+ * property itself is the worker's, refused in any kafka section. */
+Test(config, exactly_once_and_its_transactional_id) {
+    vw_config *cfg = parse_ok("kafka: {bootstrap.servers: h}\ntopics: {input: in}\n"
+                              "delivery: {mode: exactly_once, worker_id: w-1, "
+                              "transactional_id_prefix: fraud}\n",
+                              NULL);
+    cr_assert_eq(cfg->delivery.mode, VW_DELIVERY_EXACTLY_ONCE);
+    cr_assert_str_eq(cfg->delivery.worker_id, "w-1");
+    cr_assert_str_eq(cfg->delivery.transactional_id_prefix, "fraud");
+    vw_config_free(cfg);
+    char *env[] = {"VELA_DELIVERY_MODE=exactly_once", "VELA_DELIVERY_WORKER_ID=pod-2", NULL};
+    cfg = parse_ok(minimal, env);
+    cr_assert_eq(cfg->delivery.mode, VW_DELIVERY_EXACTLY_ONCE);
+    cr_assert_str_eq(cfg->delivery.worker_id, "pod-2");
+    cr_assert_str_eq(cfg->delivery.transactional_id_prefix, "", "the group id, later");
+    vw_config_free(cfg);
+    parse_bad("kafka:\n  bootstrap.servers: h\n  producer: {transactional.id: x}\n"
+              "topics: {input: in}\n",
+              NULL,
+              "t.yaml:3: kafka.producer.transactional.id: the worker derives it "
+              "(delivery.mode exactly_once: delivery.transactional_id_prefix and "
+              "delivery.worker_id)");
+    parse_bad("kafka: {bootstrap.servers: h, transactional.id: x}\ntopics: {input: in}\n", NULL,
+              "kafka.transactional.id: the worker derives it");
+}
+
 Test(config, device_cuda_ordinals) {
     const char *ok[] = {"auto", "cpu", "cuda", "cuda:0", "cuda:3", "cuda:17", "cuda:255"};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {

@@ -20,6 +20,7 @@ struct vw_sink {
     vw_item **redo;      /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool dead;      /* the producer can deliver nothing more (raised into the fault record) */
+    vw_txn *txn;    /* exactly_once: the open transaction keeps every record (txn.h); else NULL */
     size_t done;    /* replay: results delivered or written */
     size_t max_msg; /* the producer's message.max.bytes: what one record may weigh */
     int64_t blocked_since_ms; /* results wait out a transient produce error since; 0: none */
@@ -80,6 +81,8 @@ static bool producer_dead(vw_sink *s, rd_kafka_resp_err_t e) {
  * Takes ownership of h on success. */
 static rd_kafka_resp_err_t send_msg(vw_sink *s, const char *topic, const vw_item *it,
                                     const void *value, size_t len, rd_kafka_headers_t *h) {
+    if (s->txn && !vw_txn_begin(s->txn, vw_now_ms()))
+        return RD_KAFKA_RESP_ERR__STATE; /* no transaction can take it now */
     for (;;) {
         rd_kafka_resp_err_t e =
             rd_kafka_producev(s->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(it->key, it->key_len),
@@ -89,6 +92,16 @@ static rd_kafka_resp_err_t send_msg(vw_sink *s, const char *topic, const vw_item
             return e;
         rd_kafka_poll(s->rk, 10); /* serve delivery reports, then retry */
     }
+}
+
+/* Exactly once: a record refused because no transaction can take records now
+ * goes back to the transaction, to be produced again after its abort. True
+ * when it did (the item is the transaction's). */
+static bool txn_refused(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
+    if (!s->txn || e != RD_KAFKA_RESP_ERR__STATE || producer_dead(s, e))
+        return false;
+    vw_txn_refused(s->txn, it);
+    return true;
 }
 
 /* Leaves a record unanswered and unacknowledged: its offset is never committed,
@@ -203,9 +216,14 @@ static void dead_letter(vw_sink *s, vw_item *it) {
            payload, it->value_len);
     rd_kafka_resp_err_t e =
         send_msg(s, s->o.cfg->topics.dlq, it, payload ? it->value : NULL, payload, h);
-    if (!e)
+    if (!e) {
+        if (s->txn)
+            vw_txn_sent(s->txn, it);
         return;
+    }
     rd_kafka_headers_destroy(h);
+    if (txn_refused(s, it, e))
+        return;
     vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
     if (producer_dead(s, e)) {
         abandon(s, it, rd_kafka_err2str(e));
@@ -283,8 +301,12 @@ static void produce_one(vw_sink *s, vw_item *it) {
         add_header(h, it->headers[i].name, it->headers[i].value, it->headers[i].value_len);
     const char *topic = it->reply_topic ? it->reply_topic : s->o.results_topic;
     rd_kafka_resp_err_t e = send_msg(s, topic, it, it->out_value, it->out_len, h);
+    if (!e && s->txn)
+        vw_txn_sent(s->txn, it);
     if (e) {
         rd_kafka_headers_destroy(h);
+        if (txn_refused(s, it, e))
+            return;
         vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
         if (producer_dead(s, e)) {
             abandon(s, it, rd_kafka_err2str(e));
@@ -304,7 +326,29 @@ void vw_sink_produce(vw_sink *s, vw_item *it) {
     produce_one(s, it);
 }
 
+/* Exactly once: an aborted transaction's records, produced again in their
+ * order into the next transaction (each still of its partition's current
+ * assignment; others are freed: their offsets were not committed). */
+static void txn_redo(vw_sink *s) {
+    size_t n = 0;
+    vw_item **redo = vw_txn_take_redo(s->txn, &n);
+    for (size_t i = 0; i < n; i++) {
+        vw_item *it = redo[i];
+        uint32_t epoch = 0;
+        if (producer_dead(s, RD_KAFKA_RESP_ERR_NO_ERROR))
+            abandon(s, it, "the producer failed fatally");
+        else if (!vw_offsets_is_assigned(s->o.ledger, s->o.topic, it->partition, &epoch) ||
+                 epoch != it->epoch)
+            vw_item_free(it); /* revoked or re-assigned since: the next owner answers it */
+        else
+            produce_one(s, it); /* a result, or its dead letter (its kind says which) */
+    }
+    free(redo);
+}
+
 void vw_sink_redo(vw_sink *s) {
+    if (s->txn)
+        txn_redo(s);
     /* Delivery reports served while producing may add to the redo list: work
      * on a detached copy. */
     vw_item **redo = s->redo;
@@ -361,10 +405,52 @@ static void count_result(vw_sink *s, const vw_item *it) {
     json_decref(v);
 }
 
+/* The transaction's committed hook: a result counts once it is visible. */
+static void txn_committed(void *ctx, vw_item *it) {
+    count_result(ctx, it);
+}
+
+/* Exactly once: the transaction keeps every record until it ends, so a
+ * delivery report only tells it: delivered (the ledger's acknowledgement), or
+ * failed (the transaction must abort; after a permanent error the record is
+ * dead-lettered when produced again, and a dead letter that fails for good is
+ * dropped, as at least once does). A purge is the abort's: no news. */
+static void txn_delivery(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
+    if (e == RD_KAFKA_RESP_ERR__PURGE_QUEUE || e == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+        return;
+    if (!e) {
+        s->health.up = true;
+        vw_txn_delivered(s->txn, it);
+        if (vw_crashpoint_hit(s->o.crash, VW_CRASH_AFTER_DELIVERY))
+            fail_producer(s);
+        return;
+    }
+    vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_ERRORS, 1);
+    VW_LOG(s->o.log, VW_LOG_WARN, "producer",
+           "delivery failed in a transaction request_id=\"%s\" tp=%s:%d:%lld err=%s",
+           it->request_id, s->o.topic, (int)it->partition, (long long)it->offset,
+           rd_kafka_err2name(e));
+    if (producer_dead(s, e))
+        return; /* kept, never committed */
+    vw_txn_failed(s->txn);
+    if (!permanent(e))
+        return;
+    if (it->dead_letter) {
+        vw_txn_forget(s->txn, it);
+        drop(s, it, rd_kafka_err2str(e));
+    } else {
+        vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(e), rd_kafka_err2str(e));
+    }
+}
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     (void)rk;
     vw_sink *s = opaque;
     vw_item *it = m->_private;
+    if (s->txn) {
+        txn_delivery(s, it, m->err);
+        return;
+    }
     if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT) {
         vw_item_free(it); /* shutdown past the grace period: left uncommitted */
         return;
@@ -466,6 +552,8 @@ vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     vw_status st = conf ? vw_sink_conf(o->cfg, conf, err)
                         : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "rd_kafka_conf_new");
+    if (!st && o->transactions)
+        st = vw_txn_conf(o->cfg, conf, err);
     if (st)
         goto done;
     char max[32];
@@ -486,6 +574,18 @@ vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
     s->q = rd_kafka_queue_get_main(s->rk);
     if (o->wake_fd >= 0)
         rd_kafka_queue_io_event_enable(s->q, o->wake_fd, "p", 1);
+    if (o->transactions) {
+        vw_txn_opts to = {.cfg = o->cfg,
+                          .log = o->log,
+                          .metrics = o->metrics,
+                          .ledger = o->ledger,
+                          .fault = o->fault,
+                          .crash = o->crash,
+                          .topic = o->topic,
+                          .committed = txn_committed,
+                          .ctx = s};
+        st = vw_txn_new(&to, s->rk, &s->txn, err);
+    }
 done:
     if (conf)
         rd_kafka_conf_destroy(conf);
@@ -507,7 +607,11 @@ bool vw_sink_dead(const vw_sink *s) {
 }
 
 size_t vw_sink_pending(const vw_sink *s) {
-    return s->n_redo;
+    return s->n_redo + (s->txn ? vw_txn_redo_count(s->txn) : 0);
+}
+
+vw_txn *vw_sink_txn(vw_sink *s) {
+    return s->txn;
 }
 
 size_t vw_sink_done(const vw_sink *s) {
@@ -521,6 +625,8 @@ const vw_kafka_health *vw_sink_health(const vw_sink *s) {
 void vw_sink_close(vw_sink *s, int64_t deadline_ms) {
     if (!s->rk)
         return;
+    if (s->txn && !s->dead) /* never committed: its records are answered again */
+        vw_txn_abort(s->txn, deadline_ms > vw_now_ms() ? deadline_ms : vw_now_ms() + 1000);
     int64_t left = deadline_ms - vw_now_ms();
     rd_kafka_flush(s->rk, left > 1000 ? (int)left : 1000);
     rd_kafka_purge(s->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -540,5 +646,6 @@ void vw_sink_free(vw_sink *s) {
     for (size_t i = 0; i < s->n_redo; i++)
         vw_item_free(s->redo[i]);
     free(s->redo);
+    vw_txn_free(s->txn);
     free(s);
 }

@@ -216,7 +216,7 @@ static void commit_list(vw_source *s, rd_kafka_topic_partition_list_t *l, bool s
 }
 
 void vw_source_commit(vw_source *s, bool sync) {
-    if (s->o.replay ||
+    if (s->o.replay || s->o.txn_offsets ||
         (!sync && (s->commit_in_flight || vw_rejoin_commit_gated(&s->rejoin, vw_now_ms()))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(s, NULL);
@@ -239,12 +239,14 @@ static void revoke_partitions(vw_source *s, const rd_kafka_topic_partition_list_
         vw_starts_remove(&s->starts, parts->elems[i].partition);
         vw_poison_forget(&s->poison, parts->elems[i].partition);
     }
+    if (lost && s->o.hooks.lost)
+        s->o.hooks.lost(s->o.hooks.ctx, parts);
     if (!lost) {
         int64_t deadline = vw_now_ms() + s->o.cfg->delivery.revoke_wait_ms;
         if (s->stopping && s->stop_deadline_ms < deadline)
             deadline = s->stop_deadline_ms;
         s->o.hooks.settle(s->o.hooks.ctx, parts, deadline);
-        rd_kafka_topic_partition_list_t *l = pending_commits(s, parts);
+        rd_kafka_topic_partition_list_t *l = s->o.txn_offsets ? NULL : pending_commits(s, parts);
         if (l) {
             commit_list(s, l, true);
             rd_kafka_topic_partition_list_destroy(l);
@@ -491,6 +493,10 @@ void vw_source_pause(vw_source *s, int32_t partition) {
     rd_kafka_topic_partition_list_add(one, s->o.topic, partition);
     rd_kafka_pause_partitions(s->rk, one);
     rd_kafka_topic_partition_list_destroy(one);
+}
+
+rd_kafka_consumer_group_metadata_t *vw_source_group_metadata(vw_source *s) {
+    return s->rk ? rd_kafka_consumer_group_metadata(s->rk) : NULL;
 }
 
 const vw_kafka_health *vw_source_health(const vw_source *s) {

@@ -44,6 +44,7 @@ struct vw_worker {
     vw_source *source;   /* the consumer side (source.h) */
     vw_flow *flow;       /* records to results (flow.h) */
     vw_sink *sink;       /* the producer side (sink.h) */
+    vw_txn *txn;         /* exactly_once: the sink's transactions (txn.h, borrowed); else NULL */
     vw_offsets *ledger;  /* per-partition order and commits, lent to the units */
     vw_fault fault;      /* the first cause that stops the worker (fault.h) */
     vw_crashpoint crash; /* VW_CRASH_AT test hook (crashpoint.h), lent to the units */
@@ -103,6 +104,8 @@ static void on_drop(void *ctx, int32_t partition) {
  * every result the ledger has ready, in partition order. */
 static void produce_ready(struct vw_worker *w) {
     vw_offset_pos pos;
+    if (w->txn && !vw_txn_ready(w->txn, vw_now_ms()))
+        return; /* a failed transaction is aborted first; after an abort, its pause */
     vw_sink_redo(w->sink);
     while (!vw_sink_dead(w->sink) && vw_offsets_next_ready(w->ledger, &pos))
         vw_sink_produce(w->sink, pos.result);
@@ -121,9 +124,51 @@ static bool revoked_busy(struct vw_worker *w, const rd_kafka_topic_partition_lis
     return false;
 }
 
+/* Exactly once: something for a transaction to do — records in one, records
+ * to produce again, or offsets acknowledged and not committed. */
+static bool txn_pending(struct vw_worker *w) {
+    return w->txn && (vw_txn_busy(w->txn) || vw_offsets_commits(w->ledger, NULL, 0));
+}
+
+/* Exactly once: commits the open transaction with the consumer's group
+ * metadata (txn.h); deadline_ms < 0: librdkafka's limits. True when nothing
+ * is left uncommitted. */
+static bool commit_txn(struct vw_worker *w, int64_t deadline_ms) {
+    if (!txn_pending(w))
+        return true;
+    rd_kafka_consumer_group_metadata_t *gmd = vw_source_group_metadata(w->source);
+    bool ok = vw_txn_commit(w->txn, gmd, deadline_ms);
+    if (gmd)
+        rd_kafka_consumer_group_metadata_destroy(gmd);
+    return ok && !txn_pending(w);
+}
+
+/* Exactly once, in the revoke settle: the revoked partitions' offsets go with
+ * the transaction that holds their results, so it ends before they go:
+ * committed (records to produce again first, after an abort) or, when that
+ * cannot be done in time or the worker failed, aborted. A revoke's commit has
+ * librdkafka's limits; a stop's, the grace period (at least a second). */
+static void settle_txn(struct vw_worker *w) {
+    int64_t deadline = -1;
+    if (w->stopping) {
+        deadline = w->stop_deadline_ms;
+        if (deadline < vw_now_ms() + 1000)
+            deadline = vw_now_ms() + 1000;
+    }
+    for (int i = 0; i < 100 && !vw_fault_raised(&w->fault); i++) {
+        if (commit_txn(w, deadline) || (deadline >= 0 && vw_now_ms() >= deadline))
+            break;
+        int64_t due = vw_txn_due(w->txn) - vw_now_ms();
+        vw_sink_poll(w->sink, due > 0 ? (int)(due < 100 ? due : 100) : 0);
+        produce_ready(w);
+    }
+    vw_txn_abort(w->txn, deadline); /* what is still open (a no-op when committed) */
+}
+
 /* The source's settle hook (source.h): before a revoke's commit, collect,
  * produce and serve deliveries until the revoked partitions' results are
- * acknowledged or deadline_ms. Runs inside the rebalance callback. */
+ * acknowledged or deadline_ms (exactly_once: then the transaction ends).
+ * Runs inside the rebalance callback. */
 static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
                       int64_t deadline_ms) {
     struct vw_worker *w = ctx;
@@ -136,6 +181,18 @@ static void on_settle(void *ctx, const rd_kafka_topic_partition_list_t *parts,
             break;
         vw_sink_poll(w->sink, 10);
     }
+    if (w->txn)
+        settle_txn(w);
+}
+
+/* The source's lost hook: the partitions may be another member's already, so
+ * the open transaction (which may hold their results) is aborted; the records
+ * of the partitions kept are produced again. */
+static void on_lost(void *ctx, const rd_kafka_topic_partition_list_t *parts) {
+    struct vw_worker *w = ctx;
+    (void)parts;
+    if (w->txn)
+        vw_txn_abort(w->txn, -1);
 }
 
 /* ---- the turn ----------------------------------------------------------------- */
@@ -144,8 +201,10 @@ static int timeout_ms(struct vw_worker *w, int64_t now) {
     int64_t t = IDLE_POLL_MS, d = vw_flow_next_due(w->flow);
     if (d - now < t)
         t = d - now;
-    if (!w->replay && w->next_commit_ms - now < t)
+    if (!w->replay && !w->txn && w->next_commit_ms - now < t)
         t = w->next_commit_ms - now;
+    if (w->txn && vw_txn_redo_count(w->txn) && vw_txn_due(w->txn) - now < t)
+        t = vw_txn_due(w->txn) - now; /* the redo after an abort */
     return t < 0 ? 0 : (int)t;
 }
 
@@ -213,7 +272,11 @@ static void turn(struct vw_worker *w, int wait) {
     produce_ready(w);
     double c4 = vw_thread_cpu_s();
     vw_metrics_stage(w->metrics, VW_S_PRODUCE, (c1 - c0) + (c4 - c3));
-    if (!w->replay && now >= w->next_commit_ms) {
+    if (w->txn) {
+        /* The transaction of what this turn produced, with its offsets. */
+        commit_txn(w, w->stopping ? w->stop_deadline_ms : -1);
+        vw_metrics_stage(w->metrics, VW_S_COMMIT, vw_thread_cpu_s() - c4);
+    } else if (!w->replay && now >= w->next_commit_ms) {
         vw_source_commit(w->source, false);
         w->next_commit_ms = now + w->cfg->delivery.commit_interval_ms;
         vw_metrics_stage(w->metrics, VW_S_COMMIT, vw_thread_cpu_s() - c4);
@@ -234,10 +297,39 @@ static void step(struct vw_worker *w) {
 /* Nothing in flight, queued, retrying or waiting to be produced again. */
 static bool idle(struct vw_worker *w) {
     return vw_offsets_in_flight(w->ledger, NULL, 0) == 0 && vw_flow_idle(w->flow) &&
-           !vw_sink_pending(w->sink);
+           !vw_sink_pending(w->sink) && !txn_pending(w);
 }
 
 /* ---- life cycle -------------------------------------------------------------- */
+
+/* delivery.mode exactly_once, in run (replay has no group to commit to: its
+ * results are produced without transactions). */
+static bool exactly_once(const struct vw_worker *w) {
+    return w->cfg->delivery.mode == VW_DELIVERY_EXACTLY_ONCE && !w->replay;
+}
+
+/* Exactly once: the producer's transactions are initialised before any
+ * record is taken (a producer of the same transactional.id still alive is
+ * fenced, its open transaction aborted), within delivery.start_timeout_ms. */
+static vw_status init_txn(struct vw_worker *w, vw_err *err) {
+    bool stable = false;
+    char id[256];
+    vw_txn_id(w->cfg, id, sizeof id, &stable);
+    w->txn = vw_sink_txn(w->sink);
+    if (!stable)
+        VW_LOG(w->log, VW_LOG_WARN, "worker",
+               "exactly_once without delivery.worker_id or group.instance.id: the "
+               "transactional.id is this process's; a successor will not fence it, so a "
+               "transaction left open by a crash holds read_committed readers of its partitions "
+               "until transaction.timeout.ms transactional_id=%s",
+               id);
+    VW_LOG(w->log, VW_LOG_INFO, "worker",
+           "delivery exactly_once: results and offsets in one transaction per micro-batch "
+           "transactional_id=%s",
+           id);
+    int64_t limit = w->cfg->delivery.start_timeout_ms;
+    return vw_txn_init(w->txn, limit > 0 ? w->started_ms + limit : -1, err);
+}
 
 /* Opens the clients, starts the flow's threads. */
 static vw_status start(struct vw_worker *w, vw_err *err) {
@@ -252,7 +344,8 @@ static vw_status start(struct vw_worker *w, vw_err *err) {
                          .topic = w->topic,
                          .replay = w->replay,
                          .wake_fd = w->wake[1],
-                         .hooks = {w, on_record, on_unreadable, on_drop, on_settle}};
+                         .hooks = {w, on_record, on_unreadable, on_drop, on_settle, on_lost},
+                         .txn_offsets = exactly_once(w)};
     vw_status st = vw_source_open(&so, &w->source, err);
     if (!st) {
         vw_sink_opts o = {.cfg = w->cfg,
@@ -266,9 +359,12 @@ static vw_status start(struct vw_worker *w, vw_err *err) {
                           .results_topic = w->results_topic,
                           .file = w->replay_out,
                           .replay = w->replay,
-                          .wake_fd = w->wake[1]};
+                          .wake_fd = w->wake[1],
+                          .transactions = exactly_once(w)};
         st = vw_sink_open(&o, &w->sink, err);
     }
+    if (!st && exactly_once(w))
+        st = init_txn(w, err);
     if (!st)
         st = vw_flow_start(w->flow, err);
     if (st)
@@ -332,6 +428,9 @@ static void drain(struct vw_worker *w, volatile sig_atomic_t *stop_flag) {
     w->acked_at_drain = vw_offsets_acked(w->ledger);
     if (!w->replay)
         vw_source_commit(w->source, true);
+    if (w->txn && !vw_fault_raised(&w->fault)) /* not committed within the grace period */
+        vw_txn_abort(w->txn,
+                     w->stop_deadline_ms > vw_now_ms() ? w->stop_deadline_ms : vw_now_ms() + 1000);
 }
 
 /* The last line: what the stop came to (after stop()). */
@@ -434,6 +533,8 @@ vw_status vw_worker_check(const vw_config *cfg, const vw_log *log, bool replay, 
     }
     if (!st)
         st = vw_sink_conf(cfg, pc, err);
+    if (!st && !replay && cfg->delivery.mode == VW_DELIVERY_EXACTLY_ONCE)
+        st = vw_txn_conf(cfg, pc, err);
     if (!st) {
         st = check_client(cfg, log, RD_KAFKA_PRODUCER, pc, err);
         pc = NULL;

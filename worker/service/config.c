@@ -32,7 +32,7 @@ static const char *const devices[] = {"auto", "cpu", "cuda", "cuda:N", "test-ech
 static const char *const precisions[] = {"auto", "fp32", "bf16", "bf16x2", NULL};
 static const char *const levels[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const formats[] = {"json", "text", NULL};
-static const char *const modes[] = {"at_least_once", NULL};
+static const char *const modes[] = {"at_least_once", "exactly_once", NULL};
 
 #define OFF(member) offsetof(vw_config, member)
 static const field fields[] = {
@@ -59,6 +59,9 @@ static const field fields[] = {
      NULL},
     {"delivery", "revoke_wait_ms", F_INT, OFF(delivery.revoke_wait_ms), 0, 600000, NULL},
     {"delivery", "start_timeout_ms", F_INT, OFF(delivery.start_timeout_ms), 0, 3600000, NULL},
+    {"delivery", "transactional_id_prefix", F_STR, OFF(delivery.transactional_id_prefix), 0, 0,
+     NULL},
+    {"delivery", "worker_id", F_STR, OFF(delivery.worker_id), 0, 0, NULL},
     {"metrics", "listen", F_STR, OFF(metrics.listen), 0, 0, NULL},
     {"metrics", "stats_interval_ms", F_INT, OFF(metrics.stats_interval_ms), 0, 3600000, NULL},
     {"log", "level", F_ENUM, OFF(log.level), 0, 0, levels},
@@ -492,6 +495,10 @@ static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *
             if (!ok)
                 return bad(c, kv->line, what, pinned[j].why);
         }
+        if (!strcmp(kv->key, "transactional.id"))
+            return bad(c, kv->line, what,
+                       "the worker derives it (delivery.mode exactly_once: "
+                       "delivery.transactional_id_prefix and delivery.worker_id)");
         if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) !=
             RD_KAFKA_CONF_OK) {
             user_name(errstr, sizeof errstr, kv->key);
@@ -610,8 +617,11 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->model.precision = strdup("auto");
     cfg->model.manifest_sha256 = strdup("");
     cfg->metrics.listen = strdup("127.0.0.1:9464");
+    cfg->delivery.transactional_id_prefix = strdup("");
+    cfg->delivery.worker_id = strdup("");
     if (!cfg->source || !cfg->topics.results || !cfg->model.bundle || !cfg->model.device ||
-        !cfg->model.precision || !cfg->model.manifest_sha256 || !cfg->metrics.listen)
+        !cfg->model.precision || !cfg->model.manifest_sha256 || !cfg->metrics.listen ||
+        !cfg->delivery.transactional_id_prefix || !cfg->delivery.worker_id)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "config defaults");
     cfg->batching.max_tokens = VW_BATCH_MAX_TOKENS_DEFAULT;
     cfg->batching.max_requests = 64;

@@ -49,7 +49,10 @@ typedef struct vw_kvlist {
     size_t n;
 } vw_kvlist;
 
-typedef enum vw_delivery_mode { VW_DELIVERY_AT_LEAST_ONCE = 0 } vw_delivery_mode;
+typedef enum vw_delivery_mode {
+    VW_DELIVERY_AT_LEAST_ONCE = 0,
+    VW_DELIVERY_EXACTLY_ONCE, /* one transaction per micro-batch (worker/txn.h) */
+} vw_delivery_mode;
 
 /* batching.max_tokens when the config leaves it out. */
 #define VW_BATCH_MAX_TOKENS_DEFAULT 16384
@@ -107,6 +110,11 @@ typedef struct vw_config {
         int64_t retry_backoff_max_ms; /* backoff cap (it doubles per attempt) */
         int64_t revoke_wait_ms;       /* bounded wait for deliveries on partition revoke */
         int64_t start_timeout_ms;     /* assigned, not fetching this long: assign again (0: off) */
+        /* exactly_once (worker/txn.h): the transactional.id is
+         * "<transactional_id_prefix>-<worker_id>"; an empty prefix is the
+         * group id, an empty worker id group.instance.id, else host-pid. */
+        char *transactional_id_prefix;
+        char *worker_id;
     } delivery;
     struct {
         char *listen;              /* "host:port"; empty string disables the HTTP endpoint */

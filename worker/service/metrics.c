@@ -42,6 +42,9 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
     {"produce_waits_total",
      "Results kept for another try after a transient produce error (unknown or unauthorised "
      "topic, leader change)."},
+    {"transactions_committed_total", "exactly_once: transactions committed."},
+    {"transactions_aborted_total",
+     "exactly_once: transactions aborted (their records are produced again)."},
 };
 
 enum { MAX_BUCKETS = 16 };
@@ -75,10 +78,16 @@ static const hist_def hist_defs[VW_H_COUNT] = {
      14,
      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
     {"e2e_latency_seconds",
-     "Time from the request record's timestamp to the result's acknowledgement.",
+     "Time from the request record's timestamp to the result's acknowledgement "
+     "(exactly_once: to its transaction's commit).",
      1e6,
      14,
      {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}},
+    {"txn_commit_seconds",
+     "exactly_once: time to commit one transaction (flush, offsets, commit).",
+     1e6,
+     14,
+     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
 };
 
 typedef struct hist {

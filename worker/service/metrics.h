@@ -53,6 +53,8 @@ typedef enum vw_counter {
     VW_M_DLQ_TRUNCATED,      /* dead letters whose payload was cut to fit */
     VW_M_DLQ_FAILURES,       /* dead letters refused even empty: the worker stops */
     VW_M_PRODUCE_WAITS,      /* results kept for another try after a transient produce error */
+    VW_M_TXN_COMMITS,        /* exactly_once: transactions committed */
+    VW_M_TXN_ABORTS,         /* exactly_once: transactions aborted (their records produced again) */
     VW_M_COUNTERS
 } vw_counter;
 
@@ -62,6 +64,7 @@ typedef enum vw_histogram {
     VW_H_QUEUE_DELAY,    /* seconds from admission to the start of its batch */
     VW_H_EXEC,           /* seconds the processor spent on one batch */
     VW_H_E2E,            /* seconds from the request's timestamp to the result's ack */
+    VW_H_TXN,            /* exactly_once: seconds to commit one transaction (flush to EndTxn) */
     VW_H_COUNT
 } vw_histogram;
 
