@@ -119,13 +119,32 @@ static void pause_retry(vw_txn *t, int64_t deadline_ms) {
     rd_kafka_poll(t->rk, ms > 0 ? ms : 0);
 }
 
+/* The producer's transaction.timeout.ms (librdkafka's default 60 s). */
+static int64_t txn_timeout_ms(vw_txn *t) {
+    char v[32];
+    size_t len = sizeof v;
+    if (rd_kafka_conf_get(rd_kafka_conf(t->rk), "transaction.timeout.ms", v, &len) !=
+        RD_KAFKA_CONF_OK)
+        return 60000;
+    return atoll(v);
+}
+
 vw_status vw_txn_init(vw_txn *t, int64_t deadline_ms, vw_err *err) {
+    /* A coordinator that answers "not yet" (a fresh cluster creating
+     * __transaction_state, a coordinator moving) is waited for up to
+     * librdkafka's own limit, twice transaction.timeout.ms; deadline_ms
+     * bounds only the wait for any broker to answer. */
+    int64_t answered_limit = vw_now_ms() + 2 * txn_timeout_ms(t);
     for (;;) {
         rd_kafka_error_t *e = rd_kafka_init_transactions(t->rk, left_ms(deadline_ms));
         if (!e) {
             VW_LOG(t->o.log, VW_LOG_INFO, "txn", "transactions ready transactional_id=%s", t->id);
             return VW_OK;
         }
+        bool answered = rd_kafka_error_code(e) > 0; /* a broker's error code, not a local one */
+        if (rd_kafka_error_is_retriable(e) && answered && deadline_ms >= 0 &&
+            deadline_ms < answered_limit)
+            deadline_ms = answered_limit;
         bool again = rd_kafka_error_is_retriable(e) && !past(deadline_ms);
         if (!again) {
             vw_status st = VW_FAIL(

@@ -15,6 +15,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "kafka_conf.h"
 #include "stop_signals.h"
 #include "service/config.h"
 #include "offsets.h"
@@ -341,6 +342,12 @@ int vw_cmd_replay(int argc, char **argv) {
         vw_config_free(cfg);
         return chk == VW_EINVAL ? 2 : 1;
     }
+    /* Which records it reads: with transactional producers upstream (an
+     * exactly_once worker's results among them) only read_committed skips
+     * the aborted ones. */
+    const char *isolation = vw_kafka_consumer_prop(cfg, "isolation.level");
+    fprintf(stderr, "replay: reading %s with isolation.level=%s%s\n", a.topic,
+            isolation ? isolation : "read_committed", isolation ? "" : " (the default)");
     char *topic = strdup(a.topic);
     free(cfg->topics.input);
     cfg->topics.input = topic; /* the replayed topic is this run's input */
