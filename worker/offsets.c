@@ -238,6 +238,22 @@ size_t vw_offsets_commits(const vw_offsets *t, vw_offset_pos *out, size_t cap) {
     return n;
 }
 
+size_t vw_offsets_commits_produced(const vw_offsets *t, vw_offset_pos *out, size_t cap) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_parts; i++) {
+        const part *p = &t->parts[i];
+        int64_t pos = p->position;
+        if (p->produce > p->head && p->slots[p->produce - 1].offset + 1 > pos)
+            pos = p->slots[p->produce - 1].offset + 1;
+        if (pos < 0 || pos <= p->committed)
+            continue;
+        if (n < cap)
+            out[n] = (vw_offset_pos){p->topic, p->partition, pos, p->epoch, NULL};
+        n++;
+    }
+    return n;
+}
+
 void vw_offsets_committed(vw_offsets *t, const char *topic, int32_t partition, int64_t offset) {
     part *p = find(t, topic, partition);
     if (p && offset > p->committed)

@@ -495,6 +495,10 @@ void vw_source_pause(vw_source *s, int32_t partition) {
     rd_kafka_topic_partition_list_destroy(one);
 }
 
+bool vw_source_rebalancing(vw_source *s) {
+    return vw_rejoin_commits_held(&s->rejoin, vw_now_ms()) || vw_rejoin_rejoining(&s->rejoin);
+}
+
 rd_kafka_consumer_group_metadata_t *vw_source_group_metadata(vw_source *s) {
     return s->rk ? rd_kafka_consumer_group_metadata(s->rk) : NULL;
 }

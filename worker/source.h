@@ -112,6 +112,12 @@ void vw_source_pause(vw_source *s, int32_t partition);
  * (rd_kafka_consumer_group_metadata_destroy). NULL once closed. */
 rd_kafka_consumer_group_metadata_t *vw_source_group_metadata(vw_source *s);
 
+/* A rebalance may be running for this member (rejoin.h: it rejoins, or a
+ * hold after REBALANCE_IN_PROGRESS or a cooperative revoke): offsets sent now
+ * could carry a generation about to change (exactly_once waits to end its
+ * transaction; the revoke settle does not). */
+bool vw_source_rebalancing(vw_source *s);
+
 /* What the consumer learnt of its brokers (the loop's start check). */
 const vw_kafka_health *vw_source_health(const vw_source *s);
 

@@ -21,6 +21,7 @@ struct vw_txn {
     bool committing;    /* commit_transaction outlived its deadline: resumed by the next commit */
     bool aborting;      /* abort_transaction outlived its deadline: resumed by the next abort */
     int64_t t0_ms;      /* when the commit began (metrics) */
+    int64_t offsets_ms; /* when its offsets were sent */
     vw_offset_pos *pos; /* the offsets sent with the open transaction */
     size_t n_pos;
     vw_item **kept; /* records produced in the open transaction, in produce order */
@@ -268,7 +269,11 @@ static void committed(vw_txn *t, const vw_offset_pos *pos, size_t n) {
         vw_offsets_committed(t->o.ledger, pos[i].topic, pos[i].partition, pos[i].offset);
     vw_metrics_inc(t->o.metrics, VW_M_COMMITS, n);
     vw_metrics_inc(t->o.metrics, VW_M_TXN_COMMITS, 1);
-    vw_metrics_observe(t->o.metrics, VW_H_TXN, (double)(vw_now_ms() - t->t0_ms) / 1e3);
+    int64_t now = vw_now_ms();
+    vw_metrics_observe(t->o.metrics, VW_H_TXN, (double)(now - t->t0_ms) / 1e3);
+    VW_LOG(t->o.log, VW_LOG_DEBUG, "txn",
+           "transaction committed records=%zu partitions=%zu offsets_ms=%lld commit_ms=%lld",
+           t->n_kept, n, (long long)(t->offsets_ms - t->t0_ms), (long long)(now - t->offsets_ms));
     for (size_t i = 0; i < t->n_kept; i++) {
         if (t->o.committed)
             t->o.committed(t->o.ctx, t->kept[i]);
@@ -288,7 +293,7 @@ static bool send_offsets(vw_txn *t, const rd_kafka_consumer_group_metadata_t *gm
                          int64_t deadline_ms, bool *abort) {
     free(t->pos);
     t->pos = NULL;
-    t->n_pos = vw_offsets_commits(t->o.ledger, NULL, 0);
+    t->n_pos = vw_offsets_commits_produced(t->o.ledger, NULL, 0);
     if (!t->n_pos)
         return true;
     t->pos = malloc(t->n_pos * sizeof *t->pos);
@@ -299,7 +304,7 @@ static bool send_offsets(vw_txn *t, const rd_kafka_consumer_group_metadata_t *gm
         *abort = true;
         return false;
     }
-    vw_offsets_commits(t->o.ledger, t->pos, t->n_pos);
+    vw_offsets_commits_produced(t->o.ledger, t->pos, t->n_pos);
     for (size_t i = 0; i < t->n_pos; i++)
         rd_kafka_topic_partition_list_add(l, t->pos[i].topic, t->pos[i].partition)->offset =
             t->pos[i].offset;
@@ -326,22 +331,16 @@ bool vw_txn_commit(vw_txn *t, const rd_kafka_consumer_group_metadata_t *gmd, int
     bool abort = false, late = false;
     if (!t->committing) {
         t->t0_ms = vw_now_ms();
-        if (t->open) {
-            /* Every record's delivery report, so the ledger's positions are final. */
-            rd_kafka_resp_err_t fe = rd_kafka_flush(t->rk, left_ms(deadline_ms));
-            if (fe && !t->failed)
-                VW_LOG(t->o.log, VW_LOG_WARN, "txn", "flush did not end in time, aborting err=%s",
-                       rd_kafka_err2name(fe));
-            abort = t->failed || fe != RD_KAFKA_RESP_ERR_NO_ERROR;
-        } else if (!vw_offsets_commits(t->o.ledger, NULL, 0)) {
+        if (!t->open && !vw_offsets_commits(t->o.ledger, NULL, 0))
             return true; /* nothing produced, nothing to commit */
-        } else if (!vw_txn_begin(t, vw_now_ms())) {
+        if (!t->open && !vw_txn_begin(t, vw_now_ms()))
             return false; /* offsets alone (a dropped record's) need a transaction too */
-        }
-        if (vw_fault_raised(t->o.fault))
-            return false;
-        if (!abort && !send_offsets(t, gmd, deadline_ms, &abort) && !abort)
+        /* The offsets go before the records' delivery reports (they are on
+         * their way meanwhile: one round trip less); commit_transaction
+         * flushes, and fails unless every record was delivered. */
+        if (!send_offsets(t, gmd, deadline_ms, &abort) && !abort)
             return false; /* raised */
+        t->offsets_ms = vw_now_ms();
         t->committing = !abort;
     }
     if (!abort) {
@@ -377,6 +376,10 @@ void vw_txn_abort(vw_txn *t, int64_t deadline_ms) {
                    t->id);
         return; /* or raised: the records stay kept, freed with the transaction */
     }
+    /* The aborted records' delivery reports (purged, or delivered before
+     * the abort) are served now, while every record is still kept: none may
+     * come after a redo that freed its record. */
+    rd_kafka_flush(t->rk, 5000);
     vw_metrics_inc(t->o.metrics, VW_M_TXN_ABORTS, 1);
     VW_LOG(t->o.log, VW_LOG_WARN, "txn", "transaction aborted records=%zu transactional_id=%s",
            t->n_kept, t->id);

@@ -273,8 +273,11 @@ static void turn(struct vw_worker *w, int wait) {
     double c4 = vw_thread_cpu_s();
     vw_metrics_stage(w->metrics, VW_S_PRODUCE, (c1 - c0) + (c4 - c3));
     if (w->txn) {
-        /* The transaction of what this turn produced, with its offsets. */
-        commit_txn(w, w->stopping ? w->stop_deadline_ms : -1);
+        /* The transaction of what this turn produced, with its offsets; while
+         * this member rejoins its group it stays open (offsets sent now could
+         * carry the generation that ends: ILLEGAL_GENERATION, an abort). */
+        if (!vw_source_rebalancing(w->source))
+            commit_txn(w, w->stopping ? w->stop_deadline_ms : -1);
         vw_metrics_stage(w->metrics, VW_S_COMMIT, vw_thread_cpu_s() - c4);
     } else if (!w->replay && now >= w->next_commit_ms) {
         vw_source_commit(w->source, false);
