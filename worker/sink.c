@@ -413,8 +413,10 @@ static void txn_committed(void *ctx, vw_item *it) {
 /* Exactly once: the transaction keeps every record until it ends, so a
  * delivery report only tells it: delivered (the ledger's acknowledgement), or
  * failed (the transaction must abort; after a permanent error the record is
- * dead-lettered when produced again, and a dead letter that fails for good is
- * dropped, as at least once does). A purge is the abort's: no news. */
+ * dead-lettered when produced again, a refused dead letter is sent once more
+ * without its payload, and one refused even so stops the worker, as at least
+ * once does: docs/worker.md "Dead letters that fit"). A purge is the abort's:
+ * no news. */
 static void txn_delivery(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
     if (e == RD_KAFKA_RESP_ERR__PURGE_QUEUE || e == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
         return;
@@ -435,9 +437,11 @@ static void txn_delivery(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
     vw_txn_failed(s->txn);
     if (!permanent(e))
         return;
-    if (it->dead_letter) {
+    if (it->dead_letter && !it->dlq_empty) {
+        it->dlq_empty = true; /* the redo sends it once more, without its payload */
+    } else if (it->dead_letter) {
         vw_txn_forget(s->txn, it);
-        drop(s, it, rd_kafka_err2str(e));
+        dlq_failed(s, it, e); /* refused even empty: the worker stops before it */
     } else {
         vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(e), rd_kafka_err2str(e));
     }

@@ -117,7 +117,7 @@ void vw_txn_delivered(vw_txn *t, vw_item *it);
 void vw_txn_failed(vw_txn *t);
 
 /* Forgets a kept record (it is the caller's again), e.g. a dead letter that
- * failed for good and is dropped. */
+ * was refused even without its payload (the worker stops). */
 void vw_txn_forget(vw_txn *t, vw_item *it);
 
 /* Commits the open transaction, or one for offsets acknowledged without a
