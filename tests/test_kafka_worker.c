@@ -474,3 +474,44 @@ Test(kafka_worker, slow_record_does_not_stall_the_others) {
     free(m);
     finish(&e);
 }
+
+/* One partition under a slow "device" (VW_TEST_ECHO_DELAY_MS 50, batches of
+ * 4: 25 batches, at least 1.25 s of execution) whose first record's admission
+ * takes 500 ms (VW_TEST_ECHO_SLOW), with two admission threads: the results
+ * go out batch by batch while the rest still runs, the first well before the
+ * last. Before, the other admission thread's 99 records were batched and run
+ * first and the first record ran last; the partition's results, produced in
+ * offset order, all went out at once after the last batch (what the harness
+ * saw as 0 results for 19-48 s, then all: docs/worker.md "Design"). */
+Test(kafka_worker, a_partition_s_results_flow_while_its_batches_run) {
+    env e;
+    char *extra_env[] = {"VW_TEST_ECHO_SLOW=p000:500", "VW_TEST_ECHO_DELAY_MS=50", NULL};
+    start(&e, "flowing",
+          "batching: {max_tokens: 100000, max_requests: 4, max_wait_ms: 5}\n"
+          "processing: {threads: 2}\n",
+          extra_env);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    enum { M = 100 };
+    vw_kh_msg m[M];
+    char keys[M][8];
+    for (int i = 0; i < M; i++) {
+        snprintf(keys[i], sizeof keys[i], "p%03d", i);
+        m[i] = (vw_kh_msg){.partition = 0, .key = keys[i], .value = "{\"questions\":{\"q\":{}}}"};
+    }
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", m, M, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", M, 60000);
+    cr_assert_eq(json_array_size(res), M);
+    int64_t first = INT64_MAX, last = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(res, i, r) { /* CreateTime: when the worker produced it */
+        int64_t ts = json_integer_value(json_object_get(r, "ts"));
+        first = ts < first ? ts : first;
+        last = ts > last ? ts : last;
+    }
+    json_decref(res);
+    cr_log_info("first result %lld ms before the last", (long long)(last - first));
+    cr_assert_geq(last - first, 600, "the first result %lld ms before the last (12 batches: 600)",
+                  (long long)(last - first));
+    finish(&e);
+}

@@ -47,7 +47,11 @@ vw_status vw_lane_start(vw_lane *l, vw_err *err);
  * (the caller keeps it; vw_lane_room says how many fit). */
 bool vw_lane_push(vw_lane *l, vw_item *it);
 /* An item back from admission (with a finished result or a pending processor
- * item), or NULL. Never blocks. */
+ * item), or NULL. Never blocks. A partition's items come back in the order
+ * they were pushed: one admitted ahead of an earlier item of its partition
+ * waits for it (so the batcher gets each partition in offset order, and the
+ * results the ledger hands out in that order are not held behind an early
+ * record batched last); other partitions' items pass it. */
 vw_item *vw_lane_pop(vw_lane *l);
 /* Items the lane can still take. */
 size_t vw_lane_room(const vw_lane *l);
