@@ -15,9 +15,11 @@
 
 struct vw_sink {
     vw_sink_opts o;
-    rd_kafka_t *rk;      /* NULL: a file sink, or closed */
-    rd_kafka_queue_t *q; /* the producer's main queue (I/O event -> wake_fd) */
-    vw_item **redo;      /* failed deliveries to produce again (outside the DR callback) */
+    rd_kafka_t *rk;           /* NULL: a file sink, or closed */
+    rd_kafka_queue_t *q;      /* the producer's main queue (I/O event -> wake_fd) */
+    rd_kafka_topic_t **known; /* handles of the topics it produces to (known_topics) */
+    size_t n_known;
+    vw_item **redo; /* failed deliveries to produce again (outside the DR callback) */
     size_t n_redo, cap_redo;
     bool dead;      /* the producer can deliver nothing more (raised into the fault record) */
     vw_txn *txn;    /* exactly_once: the open transaction keeps every record (txn.h); else NULL */
@@ -542,6 +544,26 @@ vw_status vw_sink_conf(const vw_config *cfg, rd_kafka_conf_t *conf, vw_err *err)
     return st;
 }
 
+/* Handles of the topics the sink produces to (results, DLQ, the reply
+ * allow-list), made at open: rd_kafka_topic_new asks for a new topic's
+ * metadata at once, while a produce call naming a topic the client has not
+ * seen does not, and its records wait in the topic's unassigned queue until
+ * librdkafka's once-a-second scan of unknown topics (the first results of a
+ * run then went out up to a second late). A handle that cannot be made is
+ * only a missed head start. */
+static void known_topics(vw_sink *s) {
+    const vw_config *c = s->o.cfg;
+    s->known = calloc(2 + c->topics.n_reply_allow, sizeof *s->known);
+    if (!s->known)
+        return;
+    const char *first[2] = {s->o.results_topic, c->topics.dlq};
+    for (size_t i = 0; i < 2 + c->topics.n_reply_allow; i++) {
+        const char *t = i < 2 ? first[i] : c->topics.reply_allow[i - 2];
+        if (t && *t && (s->known[s->n_known] = rd_kafka_topic_new(s->rk, t, NULL)))
+            s->n_known++;
+    }
+}
+
 vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
     char errstr[512];
     *out = NULL;
@@ -575,6 +597,7 @@ vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err) {
         goto done;
     }
     conf = NULL;
+    known_topics(s);
     s->q = rd_kafka_queue_get_main(s->rk);
     if (o->wake_fd >= 0)
         rd_kafka_queue_io_event_enable(s->q, o->wake_fd, "p", 1);
@@ -639,6 +662,11 @@ void vw_sink_close(vw_sink *s, int64_t deadline_ms) {
         rd_kafka_queue_io_event_enable(s->q, -1, NULL, 0);
     rd_kafka_queue_destroy(s->q);
     s->q = NULL;
+    for (size_t i = 0; i < s->n_known; i++)
+        rd_kafka_topic_destroy(s->known[i]);
+    free(s->known);
+    s->known = NULL;
+    s->n_known = 0;
     rd_kafka_destroy(s->rk);
     s->rk = NULL;
 }
