@@ -432,6 +432,98 @@ Test(config, nesting_depth_is_bounded) {
               "t.yaml:3: YAML: nested deeper than 8 levels");
 }
 
+/* Issue 35 finding 4: a 1 MB anchored scalar aliased 10,000 times in
+ * topics.reply_allow took 3.2 GB, then exit 2 with "config list". Aliases are
+ * counted and their expansion bounded from the parser's events, refused at the
+ * alias's line before the document is loaded. Without the bound this config
+ * parses (the scalar copied once per alias: 200 MB). */
+Test(config, alias_expansion_is_bounded) {
+    enum { SCALAR = 100000, ALIASES = 60 };
+    char *yaml = malloc(SCALAR + ALIASES * 8 + 256);
+    cr_assert_not_null(yaml);
+    char *w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\nmodel: {bundle: &big ");
+    memset(w, 'a', SCALAR);
+    w += SCALAR;
+    w += sprintf(w, "}\ntopics: {input: in, reply_allow: [");
+    for (int i = 0; i < ALIASES; i++)
+        w += sprintf(w, "%s*big", i ? ", " : "");
+    sprintf(w, "]}\n");
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_parse(yaml, strlen(yaml), "t.yaml", NULL, &cfg, &err);
+    size_t n = cfg ? cfg->topics.n_reply_allow : 0;
+    vw_config_free(cfg);
+    free(yaml);
+    cr_assert_eq(st, VW_EINVAL, "a %d-byte scalar aliased %d times was accepted (%zu entries)",
+                 SCALAR, ALIASES, n);
+    cr_assert_str_eq(err.type, "config_invalid");
+    cr_assert(strstr(err.msg, "t.yaml:3: YAML: the document expands past 1048576 bytes"),
+              "message: %s", err.msg);
+}
+
+/* Nested anchors multiply (a "billion laughs"): each level is counted with its
+ * aliases expanded, so the bound holds however they nest. */
+Test(config, nested_aliases_are_counted_expanded) {
+    parse_bad(
+        "kafka: {bootstrap.servers: \"h:1\"}\n"
+        "topics: {input: in}\n"
+        "x: &a [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n"
+        "y: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "z: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "w: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "v: [*d, *d, *d, *d]\n",
+        NULL, "t.yaml:7: YAML: the document expands past 1048576 bytes");
+    /* The same shape, smaller, is counted but accepted up to the key check. */
+    parse_bad("kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\n"
+              "x: &a [aaaa]\ny: [*a, *a]\n",
+              NULL, "t.yaml:3: x: unknown section");
+}
+
+/* More than VW_CONFIG_MAX_ALIASES aliases (or anchors) are refused whatever
+ * they expand to; an alias inside the node it names is a cycle. */
+Test(config, aliases_are_counted) {
+    char yaml[2048];
+    char *w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\n"
+                                   "model: {bundle: &t b}\n"
+                                   "topics: {input: in, reply_allow: [");
+    for (int i = 0; i < VW_CONFIG_MAX_ALIASES; i++)
+        w += sprintf(w, "%s*t", i ? ", " : "");
+    strcpy(w, "]}\n");
+    vw_config *cfg = parse_ok(yaml, NULL);
+    cr_assert_eq(cfg->topics.n_reply_allow, VW_CONFIG_MAX_ALIASES);
+    cr_assert_str_eq(cfg->topics.reply_allow[0], "b");
+    vw_config_free(cfg);
+    strcpy(w, ", *t]}\n");
+    parse_bad(yaml, NULL, "t.yaml:3: YAML: more than 64 aliases (a configuration needs none)");
+    w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\nx: [");
+    for (int i = 0; i <= VW_CONFIG_MAX_ALIASES; i++)
+        w += sprintf(w, "%s&a%d x", i ? ", " : "", i);
+    strcpy(w, "]\n");
+    parse_bad(yaml, NULL, "t.yaml:3: YAML: more than 64 anchors");
+    parse_bad("kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\nx: &a [*a]\n", NULL,
+              "t.yaml:3: YAML: alias *a inside the node it names");
+}
+
+/* A file larger than VW_CONFIG_MAX_BYTES is refused, and vw_config_load reads
+ * no more of it than that. */
+Test(config, file_size_is_bounded) {
+    char path[] = "/tmp/vw_config_big_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%s# ", minimal);
+    for (int i = 0; i < VW_CONFIG_MAX_BYTES; i++)
+        fputc('x', f);
+    fputc('\n', f);
+    fclose(f);
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_load(path, NULL, &cfg, &err);
+    unlink(path);
+    cr_assert_eq(st, VW_EINVAL, "a %d-byte config was accepted", VW_CONFIG_MAX_BYTES + 40);
+    cr_assert(strstr(err.msg, ": larger than 1048576 bytes"), "message: %s", err.msg);
+}
+
 /* ---- the start check: librdkafka properties checked only by rd_kafka_new ---- */
 
 /* Runs vw_worker_check on a config text; returns its status, err filled, and

@@ -644,23 +644,108 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     return VW_OK;
 }
 
-/* Refuses a document nested deeper than VW_CONFIG_MAX_DEPTH from libyaml's
- * events, before its loader builds the document (the loader took 22 s on
- * 100,000 nested flow sequences, 40 s on mappings). A syntax error is left
- * to the loader, which reports it. */
-static vw_status check_depth(const char *yaml, size_t len, const char *name, vw_err *err) {
+/* What one anchor stands for once expanded (config_shape). */
+typedef struct anchor_def {
+    char *name;
+    uint64_t bytes; /* scalar bytes of the node, its aliases expanded */
+    bool open;      /* a collection still being read: an alias to it is a cycle */
+} anchor_def;
+
+typedef struct shape {
+    anchor_def anchors[VW_CONFIG_MAX_ALIASES];
+    size_t n_anchors, n_aliases;
+    uint64_t total;                            /* the document's expanded scalar bytes */
+    uint64_t level[VW_CONFIG_MAX_DEPTH + 1];   /* bytes of each open collection */
+    int level_anchor[VW_CONFIG_MAX_DEPTH + 1]; /* its anchor (index) or -1 */
+} shape;
+
+static vw_status shape_fail(const char *name, size_t line, const char *why, vw_err *err) {
+    return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s:%zu: YAML: %s", name, line, why);
+}
+
+/* Adds n expanded bytes at depth (0: the document), refusing past the bound. */
+static vw_status shape_add(shape *s, int depth, uint64_t n, const char *name, size_t line,
+                           vw_err *err) {
+    s->total += n;
+    if (depth > 0)
+        s->level[depth] += n;
+    if (s->total > VW_CONFIG_MAX_BYTES) {
+        char why[160];
+        snprintf(why, sizeof why, "the document expands past %d bytes (its aliases counted)",
+                 VW_CONFIG_MAX_BYTES);
+        return shape_fail(name, line, why, err);
+    }
+    return VW_OK;
+}
+
+/* Records an anchor (a later one of the same name hides the earlier). */
+static vw_status shape_anchor(shape *s, const unsigned char *anchor, uint64_t bytes, bool open,
+                              int *index, const char *name, size_t line, vw_err *err) {
+    *index = -1;
+    if (!anchor)
+        return VW_OK;
+    if (s->n_anchors == VW_CONFIG_MAX_ALIASES) {
+        char why[160];
+        snprintf(why, sizeof why, "more than %d anchors (a configuration needs none)",
+                 VW_CONFIG_MAX_ALIASES);
+        return shape_fail(name, line, why, err);
+    }
+    anchor_def *a = &s->anchors[s->n_anchors];
+    if (!(a->name = strdup((const char *)anchor)))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "yaml anchor");
+    a->bytes = bytes;
+    a->open = open;
+    *index = (int)s->n_anchors++;
+    return VW_OK;
+}
+
+/* An alias: counted, and its anchor's bytes added where it stands. An alias
+ * to an unknown anchor is left to the loader, which reports it. */
+static vw_status shape_alias(shape *s, int depth, const unsigned char *anchor, const char *name,
+                             size_t line, vw_err *err) {
+    char why[160];
+    if (++s->n_aliases > VW_CONFIG_MAX_ALIASES) {
+        snprintf(why, sizeof why, "more than %d aliases (a configuration needs none)",
+                 VW_CONFIG_MAX_ALIASES);
+        return shape_fail(name, line, why, err);
+    }
+    for (size_t i = s->n_anchors; i-- > 0;) {
+        if (strcmp(s->anchors[i].name, (const char *)anchor))
+            continue;
+        if (s->anchors[i].open) {
+            snprintf(why, sizeof why, "alias *%.64s inside the node it names", anchor);
+            return shape_fail(name, line, why, err);
+        }
+        return shape_add(s, depth, s->anchors[i].bytes, name, line, err);
+    }
+    return VW_OK;
+}
+
+/* Refuses, from libyaml's events and before its loader builds the document:
+ * nesting deeper than VW_CONFIG_MAX_DEPTH (the loader took 22 s on 100,000
+ * nested flow sequences, 40 s on mappings), more than VW_CONFIG_MAX_ALIASES
+ * anchors or aliases, and a document whose scalars, each alias expanded
+ * where it stands, pass VW_CONFIG_MAX_BYTES (the parse copies an aliased
+ * scalar once per alias: a 1 MB scalar aliased 10,000 times took 3.2 GB).
+ * A syntax error is left to the loader, which reports it. */
+static vw_status check_shape(const char *yaml, size_t len, const char *name, vw_err *err) {
     yaml_parser_t p;
     yaml_event_t ev;
+    if (len > VW_CONFIG_MAX_BYTES)
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s: larger than %d bytes", name,
+                       VW_CONFIG_MAX_BYTES);
     if (!yaml_parser_initialize(&p))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "yaml parser");
     yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
-    vw_status st = VW_OK;
+    shape *s = calloc(1, sizeof *s);
+    vw_status st = s ? VW_OK : VW_FAIL(err, VW_ENOMEM, "out_of_memory", "yaml shape");
     int depth = 0;
-    while (yaml_parser_parse(&p, &ev)) {
-        yaml_event_type_t t = ev.type;
+    while (!st && yaml_parser_parse(&p, &ev)) {
         size_t line = ev.start_mark.line + 1;
-        yaml_event_delete(&ev);
-        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+        int idx = -1;
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
             if (++depth > VW_CONFIG_MAX_DEPTH) {
                 st = VW_FAIL(err, VW_EINVAL, "config_invalid",
                              "%s:%zu: YAML: nested deeper than %d levels (a configuration "
@@ -668,12 +753,46 @@ static vw_status check_depth(const char *yaml, size_t len, const char *name, vw_
                              name, line, VW_CONFIG_MAX_DEPTH);
                 break;
             }
-        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
-            depth--;
-        } else if (t == YAML_DOCUMENT_END_EVENT || t == YAML_STREAM_END_EVENT) {
-            break; /* only the first document is loaded */
+            s->level[depth] = 0;
+            st = shape_anchor(s,
+                              ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
+                                                                   : ev.data.mapping_start.anchor,
+                              0, true, &idx, name, line, err);
+            s->level_anchor[depth] = idx;
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            if (depth > 0) {
+                uint64_t bytes = s->level[depth];
+                if (s->level_anchor[depth] >= 0) {
+                    s->anchors[s->level_anchor[depth]].bytes = bytes;
+                    s->anchors[s->level_anchor[depth]].open = false;
+                }
+                depth--;
+                if (depth > 0)
+                    s->level[depth] += bytes; /* already in the total */
+            }
+            break;
+        case YAML_SCALAR_EVENT:
+            st = shape_add(s, depth, ev.data.scalar.length, name, line, err);
+            if (!st)
+                st = shape_anchor(s, ev.data.scalar.anchor, ev.data.scalar.length, false, &idx,
+                                  name, line, err);
+            break;
+        case YAML_ALIAS_EVENT:
+            st = shape_alias(s, depth, ev.data.alias.anchor, name, line, err);
+            break;
+        default:
+            break;
         }
+        yaml_event_type_t t = ev.type;
+        yaml_event_delete(&ev);
+        if (t == YAML_DOCUMENT_END_EVENT || t == YAML_STREAM_END_EVENT)
+            break; /* only the first document is loaded */
     }
+    for (size_t i = 0; s && i < s->n_anchors; i++)
+        free(s->anchors[i].name);
+    free(s);
     yaml_parser_delete(&p);
     return st;
 }
@@ -693,7 +812,7 @@ vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *
         c.line[i] = -1; /* a default */
     st = set_defaults(c.cfg, name, err);
     if (!st)
-        st = check_depth(yaml, len, name, err);
+        st = check_shape(yaml, len, name, err);
     if (st)
         goto done;
     if (!yaml_parser_initialize(&parser)) {
@@ -766,8 +885,8 @@ vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, v
         }
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
-        if (r == 0)
-            break;
+        if (r == 0 || n > VW_CONFIG_MAX_BYTES)
+            break; /* past the bound: vw_config_parse refuses it */
     }
     if (ferror(f)) {
         st = VW_FAIL(err, VW_EIO, "config_unreadable", "%s: read error", path);

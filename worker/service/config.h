@@ -15,10 +15,11 @@
  * or out of range (metrics.listen: host:port, port 0-65535), a librdkafka
  * property librdkafka rejects, an output topic that is the input topic
  * (topics.results, topics.dlq or a topics.reply_allow entry equal to
- * topics.input: a loop) and a document nested deeper than VW_CONFIG_MAX_DEPTH
- * are VW_EINVAL with type "config_invalid" and a message
- * "FILE:LINE: section.key: why" (environment overrides name the variable
- * instead of FILE:LINE; a missing or defaulted key names the file alone).
+ * topics.input: a loop), a document nested deeper than VW_CONFIG_MAX_DEPTH,
+ * one with more than VW_CONFIG_MAX_ALIASES anchors or aliases and one larger
+ * than VW_CONFIG_MAX_BYTES (aliases expanded) are VW_EINVAL with type "config_invalid" and a
+ * message "FILE:LINE: section.key: why" (environment overrides name the variable instead of
+ * FILE:LINE; a missing or defaulted key names the file alone).
  *
  * Ownership: vw_config_load/parse return a config the caller frees with
  * vw_config_free; all strings inside are owned by it. The struct is read-only
@@ -37,6 +38,13 @@
  * deeper documents are refused before libyaml loads them (its loader's time grows
  * with the square of the depth). */
 #define VW_CONFIG_MAX_DEPTH 8
+/* The most anchors, and the most aliases, a configuration may hold (it needs
+ * none; docs/worker.md "Configuration"). */
+#define VW_CONFIG_MAX_ALIASES 64
+/* The largest configuration: the file, and the bytes of its scalars with every
+ * alias expanded where it stands (a real one is a few KiB). Refused before
+ * libyaml loads the document, with FILE:LINE for an expansion. */
+#define VW_CONFIG_MAX_BYTES 1048576
 
 typedef struct vw_kv {
     char *key;
