@@ -31,20 +31,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config_shape.h"
 #include "log.h"
 #include "vw_status.h"
-
-/* The deepest YAML nesting accepted: a configuration needs 3 (kafka.consumer.<prop>);
- * deeper documents are refused before libyaml loads them (its loader's time grows
- * with the square of the depth). */
-#define VW_CONFIG_MAX_DEPTH 8
-/* The most anchors, and the most aliases, a configuration may hold (it needs
- * none; docs/worker.md "Configuration"). */
-#define VW_CONFIG_MAX_ALIASES 64
-/* The largest configuration: the file, and the bytes of its scalars with every
- * alias expanded where it stands (a real one is a few KiB). Refused before
- * libyaml loads the document, with FILE:LINE for an expansion. */
-#define VW_CONFIG_MAX_BYTES 1048576
 
 typedef struct vw_kv {
     char *key;
