@@ -2,6 +2,7 @@
  * statistics, Prometheus rendering and the libmicrohttpd endpoint (see
  * metrics.h). Owns the HTTP daemon; never touches Kafka handles. */
 #include "metrics.h"
+#include "httpd.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -122,7 +123,7 @@ struct vw_metrics {
     pthread_mutex_t lag_mu;
     lag *lags;
     size_t n_lags;
-    struct MHD_Daemon *httpd;
+    vw_httpd *httpd;
 };
 
 vw_metrics *vw_metrics_new(void) {
@@ -135,8 +136,7 @@ vw_metrics *vw_metrics_new(void) {
 void vw_metrics_free(vw_metrics *m) {
     if (!m)
         return;
-    if (m->httpd)
-        MHD_stop_daemon(m->httpd);
+    vw_httpd_stop(m->httpd);
     pthread_mutex_destroy(&m->lag_mu);
     free(m->lags);
     free(m);
@@ -472,28 +472,15 @@ vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_
     vw_err why = {0};
     if (resolve_listen(listen, &ai, &why))
         return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s", why.msg);
-    /* MHD_USE_AUTO: epoll on Linux, so no FD_SETSIZE ceiling (select() refused
-     * any connection whose descriptor passed 1,024). The limits keep idle
-     * connections from holding the endpoint: one address takes at most
-     * PER_IP of MAX (the rest are closed at once) and an idle one is closed
-     * after IDLE_TIMEOUT_S, so /healthz from another address is answered
-     * beside any number of them, from the same one within the timeout. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    m->httpd = MHD_start_daemon(flags, 0, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VW_METRICS_IDLE_TIMEOUT_S,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)VW_METRICS_MAX_CONNECTIONS,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                (unsigned)VW_METRICS_PER_IP_CONNECTIONS, MHD_OPTION_END);
-    int why_not = m->httpd ? 0 : bind_errno(ai);
+    /* The server's guard keeps /healthz answerable under a flood of
+     * connections that never finish a request (httpd.h). */
+    vw_status st = vw_httpd_start(ai->ai_addr, handle, m, &m->httpd, port_out, &why);
+    int why_not = st == VW_EIO ? bind_errno(ai) : 0;
     freeaddrinfo(ai);
-    if (!m->httpd)
+    if (st == VW_EIO)
         return VW_FAIL(err, VW_EIO, "metrics_listen", "'%s': cannot bind: %s", listen,
                        why_not ? strerror(why_not) : "the HTTP server did not start");
-    if (port_out) {
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->httpd, MHD_DAEMON_INFO_BIND_PORT);
-        *port_out = info ? info->port : -1;
-    }
+    if (st)
+        return VW_FAIL(err, st, "out_of_memory", "'%s': %s", listen, why.msg);
     return VW_OK;
 }

@@ -13,7 +13,9 @@
  * under a mutex. Label values are bounded: vela status codes, the rejection
  * types of errlist.h, partitions.
  *
- * Ownership: vw_metrics_new/free; vw_metrics_serve starts the HTTP thread,
+ * Ownership: vw_metrics_new/free; vw_metrics_serve starts the HTTP thread
+ * (httpd.h: its limits, and the guard that keeps /healthz and /readyz
+ * answerable under a flood of connections that never finish a request),
  * stopped by vw_metrics_free. Errors: VW_EIO when the listen address cannot be
  * bound, VW_EINVAL for a malformed address, VW_ENOMEM.
  */
@@ -27,15 +29,6 @@
 #include "vw_status.h"
 
 typedef struct vw_metrics vw_metrics;
-
-/* The HTTP endpoint's limits (docs/worker.md "Metrics and health"): a
- * connection idle this long is closed; at most this many connections at once,
- * and this many from one address, so a flood of idle connections from one
- * client cannot keep /healthz from another (a probe from the flooding address
- * waits at most the idle timeout). */
-#define VW_METRICS_IDLE_TIMEOUT_S 2
-#define VW_METRICS_MAX_CONNECTIONS 256
-#define VW_METRICS_PER_IP_CONNECTIONS 32
 
 typedef enum vw_counter {
     VW_M_RECORDS_IN = 0,     /* request records consumed */
