@@ -25,7 +25,9 @@
  *    the tensor). Besides backbone tensors the shards may hold the heads of
  *    docs/spec/answers.md §1.1 (`head.*`, `set_bias`, `span2.*`), and `mtp.*`,
  *    `model.visual.*`, `lm_head.weight` which are ignored;
- *    broad_head.safetensors holds only `span_broad.*`.
+ *    broad_head.safetensors holds only `span_broad.*`;
+ *  - no file read whole is larger than its bound (bundle_files.h:
+ *    "file_too_large").
  *
  * Head tensors: vw_bundle_tensor_f32("span2.K.weight") etc. returns an FP32
  * copy with its shape, whatever the stored dtype (the heads run in FP32);

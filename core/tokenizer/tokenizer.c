@@ -22,6 +22,10 @@
 vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err) {
     if (!json || !out)
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "vw_tok_load_json: NULL argument");
+    if (len > VW_TOK_MAX_JSON_BYTES)
+        return VW_FAIL(err, VW_EINVAL, "file_too_large",
+                       "tokenizer.json: %zu bytes, more than the %u a tokenizer may have", len,
+                       VW_TOK_MAX_JSON_BYTES);
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_ALLOW_NUL, &je);
     if (!root)
@@ -55,8 +59,8 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err) {
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (got == 0)
-            break;
+        if (got == 0 || n > VW_TOK_MAX_JSON_BYTES)
+            break; /* past the bound: vw_tok_load_json refuses it */
     }
     if (ferror(f)) {
         rc = VW_FAIL(err, VW_EIO, "io_error", "tokenizer: reading %s failed", path);
