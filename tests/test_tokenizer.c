@@ -629,3 +629,32 @@ Test(tokenizer, refuses_a_file_past_the_size_bound) {
     unlink(path);
     cr_expect_str_eq(err.type, "file_too_large", "%s", err.msg);
 }
+
+/* Issue 35 finding 6: a bundle's split patterns must be vetted (a nested
+ * quantifier cost 32.5 s on one 22 KB request). The real tokenizers pass:
+ * Qwen3's, the Qwen3.5 mini vocabulary's and the tiny bundle's; one other
+ * pattern is refused, quoting it, while vw_tok_load itself still takes it. */
+Test(tokenizer, real_split_patterns_are_vetted) {
+    static const char *const files[] = {"fixtures/tokenizers/qwen3/tokenizer.json",
+                                        "fixtures/tokenizers/qwen35-mini/tokenizer.json",
+                                        "fixtures/tiny-vela/tokenizer.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *p = vw_test_path(files[i]);
+        vw_tokenizer *tok = NULL;
+        vw_err err = {0};
+        cr_assert_eq(vw_tok_load(p, &tok, &err), VW_OK, "%s: %s", p, err.msg);
+        cr_expect_eq(vw_tok_check_patterns(tok, &err), VW_OK, "%s: %s", p, err.msg);
+        vw_tok_free(tok);
+        free(p);
+    }
+    const char *bad = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
+                      "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+                      "\"(\\\\p{L}+)+$|\\\\s+|.\"},\"behavior\":\"Isolated\"}}";
+    vw_tokenizer *tok = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_tok_load_json(bad, strlen(bad), &tok, &err), VW_OK, "%s", err.msg);
+    cr_expect_eq(vw_tok_check_patterns(tok, &err), VW_EUNSUPPORTED);
+    cr_expect_str_eq(err.type, "unvetted_pattern");
+    cr_expect(strstr(err.msg, "'(\\p{L}+)+$|\\s+|.'"), "%s", err.msg);
+    vw_tok_free(tok);
+}

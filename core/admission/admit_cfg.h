@@ -24,6 +24,11 @@
 extern "C" {
 #endif
 
+/* The largest max_length and span_layout value accepted (2^20 tokens; the
+ * released decoders use 16,384): a plan's buffers follow it. Besides, stride
+ * <= window <= hybrid_rmax <= max_length ("bad_config" naming both keys). */
+#define VW_MAX_LENGTH_LIMIT (1 << 20)
+
 typedef enum vw_preset {
     VW_PRESET_PII = 0,
     VW_PRESET_HALU,

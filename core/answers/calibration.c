@@ -65,6 +65,26 @@ static vw_status get_positive(const json_t *v, const char *path, double *out, vw
     return st;
 }
 
+/* The ranges a value can have and still mean something (docs/backbone.md
+ * "Sense checks"): probabilities in [0, 1]; temperatures in [0.01, 100]
+ * (fitted ones are near 1: 0.29 to 1.38 in the known files; past 100 every
+ * probability is 0.5, under 0.01 every logit saturates); token counts in
+ * [1, 2^31); a logit offset within +-100 (sigmoid(100) is 1 in float64). */
+#define PROB 0.0, 1.0
+#define TEMP 0.01, 100.0
+#define TOKENS 1.0, 2147483647.0
+#define OFFSET -100.0, 100.0
+
+/* A finite number in [lo, hi]. */
+static vw_status get_range(const json_t *v, const char *path, double lo, double hi, double *out,
+                           vw_err *err) {
+    vw_status st = get_number(v, path, out, err);
+    if (st == VW_OK && !(*out >= lo && *out <= hi))
+        return VW_FAIL(err, VW_EINVAL, "bad_calibration",
+                       "calibration.json: %s is %.17g, outside [%.10g, %.10g]", path, *out, lo, hi);
+    return st;
+}
+
 /* A block that is absent, null or {} counts as absent (the reference tests `or None`). */
 static const json_t *optional_object(const json_t *root, const char *key, vw_err *err,
                                      vw_status *st) {
@@ -90,7 +110,7 @@ static vw_status parse_temperature(vw_cal *cal, vw_err *err) {
         const json_t *v = json_object_get(t, TYPE_NAMES[i]);
         char path[64];
         snprintf(path, sizeof path, "temperature.%s", TYPE_NAMES[i]);
-        if (v && get_positive(v, path, &cal->temperature[i], err) != VW_OK)
+        if (v && get_range(v, path, TEMP, &cal->temperature[i], err) != VW_OK)
             return VW_EINVAL;
     }
     return VW_OK;
@@ -111,7 +131,7 @@ static vw_status parse_thresholds(vw_cal *cal, vw_err *err) {
         char path[160];
         snprintf(path, sizeof path, "thresholds.%s", key);
         cal_entry *e = &cal->thresholds[cal->n_thresholds];
-        if (get_number(v, path, &e->value, err) != VW_OK)
+        if (get_range(v, path, PROB, &e->value, err) != VW_OK)
             return VW_EINVAL;
         e->key = key;
         cal->n_thresholds++;
@@ -158,10 +178,11 @@ static vw_status parse_length_rule(vw_cal *cal, vw_err *err) {
         char path[96];
         double nt = 0.0, th = 0.0;
         snprintf(path, sizeof path, "pii_length_rule.anchors[%zu].n_tokens", i);
-        if (get_positive(json_object_get(an, "n_tokens"), path, &nt, err) != VW_OK)
+        if (get_range(json_object_get(an, "n_tokens"), path, TOKENS, &nt, err) != VW_OK)
             return VW_EINVAL;
         snprintf(path, sizeof path, "pii_length_rule.anchors[%zu].threshold", i);
-        if (get_positive(json_object_get(an, "threshold"), path, &th, err) != VW_OK)
+        if (get_positive(json_object_get(an, "threshold"), path, &th, err) != VW_OK ||
+            get_range(json_object_get(an, "threshold"), path, PROB, &th, err) != VW_OK)
             return VW_EINVAL;
         cal->anchor_log_n[i] = log(nt);
         cal->anchor_log_t[i] = log(th);
@@ -198,10 +219,11 @@ static vw_status parse_buckets(vw_cal *cal, vw_err *err) {
                            "calibration.json: %s must be a string", path);
         cb->name = json_string_value(name);
         snprintf(path, sizeof path, "pii_buckets[%zu].max_tokens", i);
-        if (get_number(json_object_get(b, "max_tokens"), path, &cb->max_tokens, err) != VW_OK)
+        if (get_range(json_object_get(b, "max_tokens"), path, TOKENS, &cb->max_tokens, err) !=
+            VW_OK)
             return VW_EINVAL;
         snprintf(path, sizeof path, "pii_buckets[%zu].threshold", i);
-        if (get_number(json_object_get(b, "threshold"), path, &cb->threshold, err) != VW_OK)
+        if (get_range(json_object_get(b, "threshold"), path, PROB, &cb->threshold, err) != VW_OK)
             return VW_EINVAL;
     }
     cal->n_buckets = n;
@@ -216,16 +238,16 @@ static vw_status parse_gate(vw_cal *cal, vw_err *err) {
         return st;
     const json_t *k = json_object_get(g, "K");
     cal->gate_k = -1.0; /* the reference's default: disabled */
-    if (k && get_number(k, "pii_sparse_gate.K", &cal->gate_k, err) != VW_OK)
+    if (k && get_range(k, "pii_sparse_gate.K", -1.0, 2147483647.0, &cal->gate_k, err) != VW_OK)
         return VW_EINVAL;
     if (cal->gate_k < 0)
         return VW_OK;
-    if (get_number(json_object_get(g, "t_sparse"), "pii_sparse_gate.t_sparse", &cal->gate_t_sparse,
-                   err) != VW_OK)
+    if (get_range(json_object_get(g, "t_sparse"), "pii_sparse_gate.t_sparse", PROB,
+                  &cal->gate_t_sparse, err) != VW_OK)
         return VW_EINVAL;
     cal->gate_probe = 0.5;
     const json_t *p = json_object_get(g, "probe_threshold");
-    if (p && get_number(p, "pii_sparse_gate.probe_threshold", &cal->gate_probe, err) != VW_OK)
+    if (p && get_range(p, "pii_sparse_gate.probe_threshold", PROB, &cal->gate_probe, err) != VW_OK)
         return VW_EINVAL;
     cal->has_gate = true;
     return VW_OK;
@@ -236,10 +258,10 @@ static vw_status parse_broad(vw_cal *cal, vw_err *err) {
     const json_t *b = optional_object(cal->root, "broad_head", err, &st);
     if (!b)
         return st;
-    if (get_positive(json_object_get(b, "temperature"), "broad_head.temperature",
-                     &cal->broad_temperature, err) != VW_OK ||
-        get_number(json_object_get(b, "threshold"), "broad_head.threshold", &cal->broad_threshold,
-                   err) != VW_OK)
+    if (get_range(json_object_get(b, "temperature"), "broad_head.temperature", TEMP,
+                  &cal->broad_temperature, err) != VW_OK ||
+        get_range(json_object_get(b, "threshold"), "broad_head.threshold", PROB,
+                  &cal->broad_threshold, err) != VW_OK)
         return VW_EINVAL;
     const json_t *sets = json_object_get(b, "router_label_sets");
     if (sets && !json_is_array(sets))
@@ -268,12 +290,11 @@ static vw_status parse_noul(vw_cal *cal, vw_err *err) {
     const json_t *b = optional_object(cal->root, "noul_calibration", err, &st);
     if (!b)
         return st;
-    if (get_number(json_object_get(b, "T"), "noul_calibration.T", &cal->noul_t, err) != VW_OK ||
-        get_number(json_object_get(b, "b"), "noul_calibration.b", &cal->noul_b, err) != VW_OK)
+    if (get_range(json_object_get(b, "T"), "noul_calibration.T", TEMP, &cal->noul_t, err) !=
+            VW_OK ||
+        get_range(json_object_get(b, "b"), "noul_calibration.b", OFFSET, &cal->noul_b, err) !=
+            VW_OK)
         return VW_EINVAL;
-    if (cal->noul_t == 0.0)
-        return VW_FAIL(err, VW_EINVAL, "bad_calibration",
-                       "calibration.json: noul_calibration.T must not be 0");
     const json_t *d = json_object_get(b, "default");
     if (d && !json_is_boolean(d))
         return VW_FAIL(err, VW_EINVAL, "bad_calibration",

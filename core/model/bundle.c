@@ -613,6 +613,21 @@ const char *vw_bundle_tokenizer_json(const vw_bundle *b, size_t *len) {
     return b->tok_json;
 }
 
+size_t vw_bundle_tensor_count(const vw_bundle *b) {
+    return b->n_idx;
+}
+
+const vw_st_tensor *vw_bundle_tensor_at(const vw_bundle *b, size_t i, const char **file) {
+    if (i >= b->n_idx)
+        return NULL;
+    const entry *e = &b->idx[i];
+    if (!e->backbone && !is_head_name(e->name, e->file == b->broad))
+        return NULL; /* mtp.*, model.visual.*, lm_head.weight: never read */
+    if (file)
+        *file = vw_st_path(e->file);
+    return e->t;
+}
+
 const vw_st_tensor *vw_bundle_find(const vw_bundle *b, const char *name) {
     const entry *e = lookup(b, name);
     return e ? e->t : NULL;

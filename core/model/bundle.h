@@ -121,6 +121,11 @@ const vw_st_tensor *vw_bundle_backbone_tensor(const vw_bundle *b, const char *na
  * or name itself for layer -1; NULL with VW_EINVAL "missing_tensor" naming it. */
 const vw_st_tensor *vw_bundle_layer_tensor(const vw_bundle *b, int layer, const char *name,
                                            vw_err *err);
+/* The tensors of the package, i < vw_bundle_tensor_count (by name): the i-th
+ * if the worker reads it (backbone and heads), else NULL (mtp.*,
+ * model.visual.*, lm_head.weight); *file (may be NULL): its file's path. */
+size_t vw_bundle_tensor_count(const vw_bundle *b);
+const vw_st_tensor *vw_bundle_tensor_at(const vw_bundle *b, size_t i, const char **file);
 /* Any tensor of the package by full name (shards, then broad head), or NULL. */
 const vw_st_tensor *vw_bundle_find(const vw_bundle *b, const char *name);
 /* Drops the pages behind a tensor from the resident set (after upcasting). */

@@ -84,14 +84,30 @@ void vw_tok_free(vw_tokenizer *t) {
         return;
     tok_bpe_free(&t->bpe);
     tok_nfc_tables_free(&t->nfc_tables);
-    for (size_t i = 0; i < t->nsteps; i++)
+    for (size_t i = 0; i < t->nsteps; i++) {
         pcre2_code_free(t->steps[i].re);
+        free(t->steps[i].regex);
+    }
     free(t->steps);
     pcre2_code_free(t->gpt2);
     tok_trie_free(&t->raw);
     tok_trie_free(&t->norm);
     tok_vocab_free(&t->added);
     free(t);
+}
+
+vw_status vw_tok_check_patterns(const vw_tokenizer *t, vw_err *err) {
+    for (size_t i = 0; t && i < t->nsteps; i++) {
+        const tok_step *s = &t->steps[i];
+        if (s->regex && !tok_pattern_vetted(s->regex, s->regex_len))
+            return VW_FAIL(err, VW_EUNSUPPORTED, "unvetted_pattern",
+                           "tokenizer.json: Split pattern '%.120s%s' is not one of the vetted "
+                           "split patterns (Qwen2/Qwen3, Qwen3.5, GPT-2, Llama 3; "
+                           "docs/tokenizer.md): an arbitrary regex can take exponential time "
+                           "per word",
+                           s->regex, s->regex_len > 120 ? "..." : "");
+    }
+    return VW_OK;
 }
 
 int32_t vw_tok_vocab_size(const vw_tokenizer *t) {

@@ -65,6 +65,15 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err);
 vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err);
 void vw_tok_free(vw_tokenizer *tok);
 
+/* Refuses a tokenizer whose pre-tokenizer has a Split Regex outside the vetted
+ * set (Qwen2/Qwen3, Qwen3.5, GPT-2, Llama 3: alternations of single quantified
+ * classes, linear per word; docs/tokenizer.md "Split patterns a bundle may
+ * use"): VW_EUNSUPPORTED, type "unvetted_pattern", quoting the pattern. A
+ * bundle's tokenizer must pass (the engine checks at open, so bundle verify
+ * and every load); vw_tok_load itself loads any pattern PCRE2 takes, for
+ * `vela-worker tokenize`. String patterns are literal, always linear. Pure. */
+vw_status vw_tok_check_patterns(const vw_tokenizer *tok, vw_err *err);
+
 /* Encodes len bytes of UTF-8 text; replaces out's content. flags: VW_TOK_*. */
 vw_status vw_tok_encode(vw_tokenizer *tok, const char *text, size_t len, unsigned flags,
                         vw_encoding *out, vw_err *err);

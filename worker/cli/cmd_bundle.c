@@ -2,8 +2,9 @@
  * what a deployment pipeline runs before rolling out a bundle. Opens the
  * package as the worker does (every file against its digests, the safetensors
  * headers, the backbone's tensors, config, tokenizer, calibration and the
- * heads against the backbone's width; with --anchor, MODEL_MANIFEST.json's
- * digest first) without upcasting the backbone: the engine gets an executor
+ * heads against the backbone's width, every weight for sense (finite, within
+ * VW_WEIGHT_MAX_ABS); with --anchor, MODEL_MANIFEST.json's digest first)
+ * without upcasting the backbone: the engine gets an executor
  * that reads no weights (core/model/synthetic.h "instant"). Prints the
  * manifest digest (the value to pin as model.manifest_sha256), the revision,
  * the shape, the parameter count and the memory per precision
@@ -124,7 +125,8 @@ static int verify(int argc, char **argv) {
     vw_engine_opts opts = {.make_executor = verify_executor,
                            .make_ctx = &s,
                            .noul_calibration = -1,
-                           .manifest_sha256 = anchor};
+                           .manifest_sha256 = anchor,
+                           .scan_weights_full = 1};
     vw_engine *e = NULL;
     vw_err err = {0};
     if (vw_engine_open(dir, &opts, &e, &err) != VW_OK) {
