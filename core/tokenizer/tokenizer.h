@@ -41,8 +41,9 @@ typedef struct vw_tokenizer vw_tokenizer;
 /* The largest tokenizer.json loaded (a file, a buffer, a bundle's): parsed
  * whole, it costs 9 to 32 times its size in memory (Qwen3's 11.4 MB, 151,643
  * tokens: 102 MB; a 100 MB file of 10 M short merges: 3.2 GB). 32 MiB is
- * about 1.7 times a 248,320-token Qwen3.5 vocabulary's file. Larger is
- * VW_EINVAL "file_too_large" before any parsing. */
+ * about 2.9 times a Qwen3.5-sized file (bench/tokenizer.sh's synthetic one,
+ * 248,044 tokens and 247,788 merges: 11.7 MB). Larger is VW_EINVAL
+ * "file_too_large" before any parsing. */
 #define VW_TOK_MAX_JSON_BYTES (32u << 20)
 
 typedef struct vw_encoding {
