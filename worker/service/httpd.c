@@ -28,16 +28,14 @@ struct vw_httpd {
     bool started;
     atomic_bool stop;
     conn *head; /* open connections, oldest first */
-    _Atomic uint64_t closed_waiting;
 };
 
 /* The longest the loop sleeps: the deadline is kept to within this. */
 enum { TICK_MS = 100 };
 
-static void close_waiting(vw_httpd *h, conn *c) {
+static void close_waiting(conn *c) {
     shutdown(c->fd, SHUT_RDWR); /* libmicrohttpd sees the end and closes it */
     c->closing = true;
-    atomic_fetch_add(&h->closed_waiting, 1);
 }
 
 /* Closes waiting connections past the deadline, then the oldest waiting ones
@@ -49,7 +47,7 @@ static void sweep(vw_httpd *h) {
         if (!c->waiting || c->closing)
             continue;
         if (now - c->since_ms >= VW_HTTPD_HEADER_DEADLINE_MS)
-            close_waiting(h, c);
+            close_waiting(c);
         else
             waiting++;
     }
@@ -58,7 +56,7 @@ static void sweep(vw_httpd *h) {
         for (conn *c = h->head; c; c = c->next)
             if (c->waiting && !c->closing && (!oldest || c->since_ms < oldest->since_ms))
                 oldest = c;
-        close_waiting(h, oldest);
+        close_waiting(oldest);
         waiting--;
     }
 }
@@ -173,10 +171,6 @@ vw_status vw_httpd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback 
     h->started = true;
     *out = h;
     return VW_OK;
-}
-
-uint64_t vw_httpd_closed_waiting(const vw_httpd *h) {
-    return h ? atomic_load(&((vw_httpd *)h)->closed_waiting) : 0;
 }
 
 void vw_httpd_stop(vw_httpd *h) {

@@ -53,8 +53,6 @@ typedef struct vw_httpd vw_httpd;
  * the server's thread. *port: the bound port (addr may name port 0). */
 vw_status vw_httpd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback handler, void *cls,
                          vw_httpd **out, int *port, vw_err *err);
-/* Waiting connections the guard closed so far (deadline or eviction). */
-uint64_t vw_httpd_closed_waiting(const vw_httpd *h);
 /* Stops serving, closes every connection, joins the thread, frees. */
 void vw_httpd_stop(vw_httpd *h);
 
