@@ -403,6 +403,28 @@ Test(config, model_manifest_sha256) {
     parse_bad(minimal, envp, "VELA_MODEL_MANIFEST_SHA256 (environment): expected the SHA-256");
 }
 
+/* model.cpu_threads (VELA_MODEL_CPU_THREADS): 0 by default (the worker's
+ * share of the CPUs, worker/pipeline.c), 1..256 threads of the CPU
+ * executor's pool, anything else refused with its line or variable. */
+Test(config, model_cpu_threads) {
+    vw_config *cfg = parse_ok(minimal, NULL);
+    cr_assert_eq(cfg->model.cpu_threads, 0);
+    vw_config_free(cfg);
+    char yaml[200];
+    snprintf(yaml, sizeof yaml, "%smodel: {cpu_threads: 3}\n", minimal);
+    cfg = parse_ok(yaml, NULL);
+    cr_assert_eq(cfg->model.cpu_threads, 3);
+    vw_config_free(cfg);
+    char *env[] = {"VELA_MODEL_CPU_THREADS=7", NULL};
+    cfg = parse_ok(yaml, env);
+    cr_assert_eq(cfg->model.cpu_threads, 7);
+    vw_config_free(cfg);
+    snprintf(yaml, sizeof yaml, "%smodel:\n  cpu_threads: 257\n", minimal);
+    parse_bad(yaml, NULL, "t.yaml:4: model.cpu_threads");
+    char *bad[] = {"VELA_MODEL_CPU_THREADS=-1", NULL};
+    parse_bad(minimal, bad, "VELA_MODEL_CPU_THREADS (environment)");
+}
+
 /* Nesting deeper than VW_CONFIG_MAX_DEPTH is refused from the parser's events,
  * at the line it passes the limit, before libyaml loads the document (which
  * took 22 s for 100,000 levels). 200,000 levels here: without the bound this

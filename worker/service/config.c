@@ -44,6 +44,7 @@ static const field fields[] = {
     {"model", "device", F_STR, OFF(model.device), 0, 0, devices},
     {"model", "precision", F_STR, OFF(model.precision), 0, 0, precisions},
     {"model", "manifest_sha256", F_STR, OFF(model.manifest_sha256), 0, 0, NULL},
+    {"model", "cpu_threads", F_INT, OFF(model.cpu_threads), 0, 256, NULL},
     {"batching", "max_tokens", F_INT, OFF(batching.max_tokens), 1, 100000000, NULL},
     {"batching", "max_requests", F_INT, OFF(batching.max_requests), 1, 1000000, NULL},
     {"batching", "max_wait_ms", F_INT, OFF(batching.max_wait_ms), 0, 600000, NULL},

@@ -81,6 +81,8 @@ typedef struct vw_config {
         char *device;          /* auto | cpu | cuda | cuda:N | test-echo (tests; docs/worker.md) */
         char *precision;       /* auto (bf16x2 on CUDA) | fp32 | bf16 | bf16x2 */
         char *manifest_sha256; /* "" or the SHA-256 MODEL_MANIFEST.json must have (anchor) */
+        int64_t cpu_threads;   /* the CPU executor's pool; 0: the CPUs left after the
+                                  worker's own busy threads (docs/performance.md) */
     } model;
     struct {
         int64_t max_tokens;   /* token budget of one micro-batch */
