@@ -68,6 +68,29 @@ Test(pool, every_task_once_over_many_runs) {
     free(c);
 }
 
+/* More threads than cores, so threads are preempted anywhere, and runs of
+ * alternating sizes back to back: a thread late for one run must never take a
+ * task of the next (a task beyond n, or one run twice). A stress test: the
+ * race it guards (a thread entering run g-1 as run g was posted read g's n
+ * under g-1's index and ran g's function past it) was found by a ThreadSanitizer
+ * build of the pool, whose slowness widens the window; natively it is rare. */
+Test(pool, late_threads_never_take_tasks_of_the_next_run) {
+    counts *c = calloc(1, sizeof *c);
+    vw_pool *p = new_pool(6);
+    c->threads = 6;
+    for (int rep = 0; rep < 20000; rep++) {
+        size_t n = rep % 2 ? 3 : 40 + (size_t)rep % 7;
+        for (size_t i = 0; i < 48; i++)
+            atomic_store(&c->hits[i], 0);
+        vw_pool_for(p, n, count_task, c);
+        for (size_t i = 0; i < 48; i++)
+            cr_assert_eq(atomic_load(&c->hits[i]), i < n, "run %d (n %zu): task %zu ran %d times",
+                         rep, n, i, atomic_load(&c->hits[i]));
+    }
+    vw_pool_free(p);
+    free(c);
+}
+
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);

@@ -35,7 +35,7 @@
 extern "C" {
 #endif
 
-enum { VW_GDN_CHUNK = 64, VW_GDN_SLICE = 64 };
+enum { VW_GDN_CHUNK = 64, VW_GDN_SLICE = 128 };
 
 typedef struct vw_gdn_io {
     size_t T, Hk, Hv, dk, dv;

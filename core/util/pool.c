@@ -1,5 +1,6 @@
-/* pool.c — the task pool of pool.h. One run at a time: the caller posts it
- * (the function, its context, n) and bumps the generation in `claim`; every
+/* pool.c — the task pool of pool.h. One run at a time: the caller closes the
+ * last run, posts the new one (the function, its context, n) and bumps the
+ * generation in `claim` again; every
  * thread then takes tasks by compare-and-swap on `claim` = generation << 32 |
  * next index, so a thread that wakes late for an earlier run can never take a
  * task of the current one (its generation no longer matches). `done` counts
@@ -242,13 +243,18 @@ static vw_status run(vw_pool *p, size_t n, vw_pool_fn fn, vw_pool_try_fn try_fn,
     }
     p->depth = 1;
     p->failed = 0;
+    /* Close the last run first (a new generation whose index is past any n):
+     * a thread still on its way into the last run, which may read the new n
+     * below, must not find that run's index under it and take a task with the
+     * new function. The run itself is the generation after. */
+    uint32_t g = gen_of(atomic_load(&p->claim)) + 1;
+    atomic_store(&p->claim, (uint64_t)g << 32 | UINT32_MAX);
     atomic_store(&p->fn, fn);
     atomic_store(&p->try_fn, try_fn);
     atomic_store(&p->ctx, ctx);
     atomic_store(&p->n, (uint32_t)n);
     atomic_store(&p->done, 0);
-    uint32_t g = gen_of(atomic_load(&p->claim)) + 1;
-    atomic_store(&p->claim, (uint64_t)g << 32);
+    atomic_store(&p->claim, (uint64_t)++g << 32);
     if (atomic_load(&p->sleepers)) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);

@@ -66,7 +66,7 @@ void vw_pool_free(vw_pool *p);
 unsigned vw_pool_threads(const vw_pool *p);
 
 /* Runs fn(ctx, i, worker) once for every i in [0, n) and returns when all
- * have returned. n < 2^32. */
+ * have returned. n < UINT32_MAX. */
 void vw_pool_for(vw_pool *p, size_t n, vw_pool_fn fn, void *ctx);
 
 /* As vw_pool_for for tasks that may fail (see Errors). */
