@@ -7,8 +7,8 @@
 #   busy    one competing busy thread at normal priority (nice 0)
 #   busy19  one competing busy thread at nice 19
 # Each round runs every condition, C then torch, each process timing every
-# length once after loading; ROUNDS rounds interleave them so a disturbance of
-# the shared machine hits both sides alike. Prints every measurement, then per
+# length REPS times after loading and keeping the best; ROUNDS rounds interleave
+# them so a disturbance of the shared machine hits both sides alike. Prints every measurement, then per
 # length and condition the median tokens/s of each side with its spread
 # (min-max over the rounds), the C/torch ratio (target >= 1.5x clean, >= 1.3x
 # contended), and each side's contended figure against its clean one (target
@@ -16,7 +16,7 @@
 #   bench/backbone.sh [TOKENS=512,2048] [THREADS=$(nproc)]
 # Env: VW_BENCH_BUNDLE (default /tmp/vela-0.8b-random; written when absent by
 # bench_bundle --shape 0.8b), VW_BENCH_BUILD (default build-bench), VW_BENCH_BIN
-# (an already built bench_backbone: skips the build), BENCH_ROUNDS (3),
+# (an already built bench_backbone: skips the build), BENCH_ROUNDS (3), BENCH_REPS (2),
 # BENCH_CONDITIONS (clean,busy,busy19), BENCH_SIDES (c,torch), BENCH_OUT (keep
 # the JSON lines there).
 set -euo pipefail
@@ -27,6 +27,7 @@ bundle=${VW_BENCH_BUNDLE:-/tmp/vela-0.8b-random}
 build=${VW_BENCH_BUILD:-build-bench}
 py=${VW_PYTHON:-.venv/bin/python}
 rounds=${BENCH_ROUNDS:-3}
+reps=${BENCH_REPS:-2}
 conditions=${BENCH_CONDITIONS:-clean,busy,busy19}
 sides=${BENCH_SIDES:-c,torch}
 
@@ -80,10 +81,10 @@ run() {
     *) echo "bench/backbone.sh: unknown condition $cond" >&2; exit 2 ;;
   esac
   if [[ $side == c ]]; then
-    lines=$("$bin" --bundle "$bundle" --tokens "$tokens" --threads "$threads")
+    lines=$("$bin" --bundle "$bundle" --tokens "$tokens" --threads "$threads" --reps "$reps")
   else
     lines=$(OMP_NUM_THREADS=$threads "$py" bench/backbone_ref.py --bundle "$bundle" \
-      --tokens "$tokens" --threads "$threads" 2>/dev/null)
+      --tokens "$tokens" --threads "$threads" --reps "$reps" 2>/dev/null)
   fi
   stop_busy
   while read -r l; do
@@ -94,7 +95,7 @@ run() {
 }
 
 echo "== $rounds rounds x conditions $conditions x sides $sides; tokens $tokens," \
-  "$threads threads each (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
+  "$threads threads each, best of $reps (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
 for r in $(seq "$rounds"); do
   for cond in ${conditions//,/ }; do
     for side in ${sides//,/ }; do
