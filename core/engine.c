@@ -117,12 +117,12 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
     if (st == VW_OK)
         st = admit_cfg_of(e->bundle, &e->acfg, err);
     if (st == VW_OK && opts)
-        e->acfg->max_request_tokens = opts->max_request_tokens;
+        vw_admit_cfg_set_max_tokens(e->acfg, opts->max_request_tokens);
     if (st == VW_OK)
         st = vw_renderer_new(e->acfg, vw_encoder_tok(e->tok), &e->rend, err);
     if (st == VW_OK)
         st = vw_cal_from_json(vw_bundle_calibration(e->bundle), &e->cal, err);
-    e->tensors.bundle = e->bundle;
+    vw_head_tensors_init(&e->tensors, e->bundle);
     if (st == VW_OK)
         st = vw_cand_head_init(&e->heads.cand, vw_head_tensors_lookup, &e->tensors,
                                VW_HEAD_CAND_PREFIX, err);
@@ -148,8 +148,7 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
             st = vw_backbone_cpu_new(e->bundle, &e->ex, err);
     }
     if (st == VW_OK) {
-        e->ex->cancelled = engine_cancelled;
-        e->ex->cancel_ctx = e;
+        vw_executor_set_cancel(e->ex, engine_cancelled, e);
         e->heads.cal = e->cal;
         e->heads.hidden = e->ex->hidden;
     }

@@ -36,15 +36,6 @@ static void put_str(vw_sbuf *sb, const char *s, size_t n) {
     vw_sbuf_put(sb, "\"", 1);
 }
 
-/* An sbuf with room for cap bytes up front: the result values are built once
- * per record, and doubling from 64 bytes costs two or three reallocs each. */
-static vw_sbuf sbuf_with(size_t cap) {
-    vw_sbuf sb = {0};
-    if ((sb.p = malloc(cap)))
-        sb.cap = cap;
-    return sb;
-}
-
 /* Room for put_prefix's output (its strings escaped at worst). */
 static size_t prefix_cap(const vw_record *rec) {
     return 128 + 6 * (strlen(rec->request_id) + strlen(rec->topic));
@@ -129,7 +120,9 @@ vw_status vw_admit_check(const vw_record *rec, int64_t max_request_bytes, bool *
     *rejected = find_reject(rec, max_request_bytes, &rej, NULL);
     if (!*rejected)
         return VW_OK;
-    vw_sbuf sb = sbuf_with(128 + 2 * strlen(rej.msg));
+    /* room up front: built once per record, doubling from 64 bytes costs
+     * two or three reallocs */
+    vw_sbuf sb = vw_sbuf_with(128 + 2 * strlen(rej.msg));
     write_triple(&sb, NULL, &rej);
     if (vw_sbuf_status(&sb) || !sb.p) {
         vw_sbuf_free(&sb);
@@ -222,7 +215,7 @@ vw_status vw_result_value(const vw_result *r, const vw_record *rec, char **out, 
     size_t rest = i + 1, j = rest;
     while (j < n && (v[j] == ' ' || v[j] == '\t' || v[j] == '\n' || v[j] == '\r'))
         j++;
-    vw_sbuf sb = sbuf_with(prefix_cap(rec) + n);
+    vw_sbuf sb = vw_sbuf_with(prefix_cap(rec) + n);
     put_prefix(&sb, rec);
     if (j < n && v[j] != '}')
         vw_sbuf_puts(&sb, ",");

@@ -256,6 +256,10 @@ void vw_admit_cfg_free(vw_admit_cfg *cfg) {
     free(cfg);
 }
 
+void vw_admit_cfg_set_max_tokens(vw_admit_cfg *cfg, int64_t max_request_tokens) {
+    cfg->max_request_tokens = max_request_tokens;
+}
+
 bool vw_admit_cfg_is_pii_type(const vw_admit_cfg *cfg, const char *name, size_t n) {
     for (size_t i = 0; i < json_array_size(cfg->pii_types); i++) {
         const json_t *t = json_array_get(cfg->pii_types, i);

@@ -135,6 +135,10 @@ vw_status vw_head_tensors_lookup(void *ctx, const char *name, vw_tensor_view *ou
     return VW_OK;
 }
 
+void vw_head_tensors_init(vw_head_tensors *ht, const vw_bundle *b) {
+    *ht = (vw_head_tensors){.bundle = b};
+}
+
 void vw_head_tensors_free(vw_head_tensors *ht) {
     if (!ht)
         return;

@@ -264,19 +264,9 @@ vw_status vw_eval_compare_records(vw_eval_qtable *t, const vw_eval_rec *a, const
         bool agree;
         double delta;
         vw_eval_compare_answers(q->type, x->v, y->v, &agree, &delta);
-        q->cmp_n++;
-        q->cmp_agree += agree;
-        if (!isnan(delta)) {
-            q->cmp_n_delta++;
-            q->cmp_delta_sum += delta;
-            if (isnan(c.max_delta) || delta > c.max_delta)
-                c.max_delta = delta;
-        }
-        double change = prob_change(q->type, x->v, y->v);
-        if (!isnan(change)) {
-            q->cmp_hist[vw_eval_delta_bin(change)]++;
-            q->cmp_change_sum += change;
-        }
+        vw_eval_q_compared(q, agree, delta, prob_change(q->type, x->v, y->v));
+        if (!isnan(delta) && (isnan(c.max_delta) || delta > c.max_delta))
+            c.max_delta = delta;
         if (!agree) {
             note_disagreement(&c, x->qid);
             if (flips)

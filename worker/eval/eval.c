@@ -239,12 +239,7 @@ static vw_status register_questions(run *x, const vw_eval_rec *a, vw_err *err) {
         vw_status st = vw_eval_qtable_get(&x->r->questions, ans->qid, ans->type, &q, err);
         if (st)
             return st;
-        if (ans->error)
-            q->errors++;
-        else if (ans->type != q->type)
-            q->type_conflicts++;
-        else
-            q->answered++;
+        vw_eval_q_count(q, ans->error, ans->type);
     }
     return VW_OK;
 }

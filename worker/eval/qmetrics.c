@@ -29,6 +29,32 @@ static void labelled_free(vw_eval_labelled *l) {
     free(l->c);
 }
 
+void vw_eval_q_set_qid(vw_eval_q *q, const char *qid) {
+    q->qid = qid;
+}
+
+void vw_eval_q_count(vw_eval_q *q, bool error, vw_qtype type) {
+    if (error)
+        q->errors++;
+    else if (type != q->type)
+        q->type_conflicts++;
+    else
+        q->answered++;
+}
+
+void vw_eval_q_compared(vw_eval_q *q, bool agree, double delta, double change) {
+    q->cmp_n++;
+    q->cmp_agree += agree;
+    if (!isnan(delta)) {
+        q->cmp_n_delta++;
+        q->cmp_delta_sum += delta;
+    }
+    if (!isnan(change)) {
+        q->cmp_hist[vw_eval_delta_bin(change)]++;
+        q->cmp_change_sum += change;
+    }
+}
+
 void vw_eval_q_free(vw_eval_q *q) {
     if (!q)
         return;

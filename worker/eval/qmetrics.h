@@ -89,6 +89,17 @@ typedef struct vw_eval_q {
 /* A zeroed question of this type. */
 vw_status vw_eval_q_new(const char *qid, vw_qtype type, vw_eval_q **out, vw_err *err);
 void vw_eval_q_free(vw_eval_q *q);
+/* Points qid at another copy of the same id (the table's key, borrowed). */
+void vw_eval_q_set_qid(vw_eval_q *q, const char *qid);
+
+/* Counts one answer of a result file: an error, another type than q's (a
+ * conflict, skipped) or an answer (answered). */
+void vw_eval_q_count(vw_eval_q *q, bool error, vw_qtype type);
+
+/* Counts one answer compared with its baseline (A/B): whether they agree, the
+ * delta vw_eval_compare_answers gave and the signed probability change (NaN:
+ * none). */
+void vw_eval_q_compared(vw_eval_q *q, bool agree, double delta, double change);
 
 /* Adds one answered, labelled question: a (no error, a->type == q->type) and
  * its expected value (docs/eval.md "Labels"). */

@@ -41,7 +41,7 @@ vw_status vw_eval_qtable_get(vw_eval_qtable *t, const char *qid, vw_qtype type, 
         vw_eval_q_free(q);
         return st;
     }
-    q->qid = vw_strmap_key(&t->ids, i);
+    vw_eval_q_set_qid(q, vw_strmap_key(&t->ids, i));
     t->q[i] = *out = q;
     return VW_OK;
 }

@@ -35,7 +35,7 @@ void vw_eval_json_str(vw_sbuf *sb, const char *s) {
         }
     }
     if (vw_sbuf_status(&clean))
-        sb->oom = true; /* the report fails as out of memory, not with "" here */
+        vw_sbuf_fail(sb); /* the report fails as out of memory, not with "" here */
     else
         vw_canon_string(sb, clean.p ? clean.p : "", clean.len);
     vw_sbuf_free(&clean);

@@ -28,7 +28,7 @@ static void cell(vw_sbuf *sb, const char *s, int w, bool pad) {
     vw_sbuf v = {0};
     vw_sbuf_put_visible(&v, s, strlen(s));
     if (v.oom) {
-        sb->oom = true;
+        vw_sbuf_fail(sb);
         return;
     }
     int n = (int)v.len;
@@ -267,7 +267,7 @@ static void qid_line(vw_sbuf *sb, const vw_eval_report *r, const char *label,
         if (errors)
             vw_sbuf_printf(&item, ":%llu", (unsigned long long)q->errors);
         if (item.oom)
-            sb->oom = true;
+            vw_sbuf_fail(sb);
         else if (!cut && sb->len - start + item.len <= 80)
             vw_sbuf_put(sb, item.p, item.len);
         else if (!cut) {
