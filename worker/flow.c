@@ -274,25 +274,18 @@ static void collect_item(vw_flow *f, vw_item *it) {
     }
     if (it->kind == VW_RESULT_RETRY) {
         /* Transient: never a rejection. Run it again after a backoff. */
-        it->attempts++;
-        it->due_ms = vw_now_ms() + backoff_ms(f->o.cfg, it->attempts);
+        int64_t backoff = backoff_ms(f->o.cfg, it->attempts + 1);
         vw_metrics_inc(f->o.metrics, VW_M_RETRIES, 1);
         VW_LOG(f->o.log, VW_LOG_WARN, "worker",
                "transient failure, retrying request_id=\"%s\" attempt=%d backoff_ms=%lld "
                "type=%s",
-               it->request_id, it->attempts, (long long)(it->due_ms - vw_now_ms()), it->type);
-        free(it->msg);
-        it->msg = NULL;
-        it->kind = VW_RESULT_RECORD;
-        it->type[0] = 0;
+               it->request_id, it->attempts + 1, (long long)backoff, it->type);
+        vw_item_retry(it, vw_now_ms() + backoff);
         if (vw_items_push(&f->retry, &f->n_retry, &f->cap_retry, it))
             return;
         vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "retry list");
     }
-    if (it->proc_item) { /* the processor is done with it */
-        f->o.proc->ops->item_free(f->o.proc, it->proc_item);
-        it->proc_item = NULL;
-    }
+    vw_item_drop_proc(it); /* the processor is done with it */
     if (vw_offsets_set_result(f->o.ledger, f->o.topic, it->partition, it->epoch, it->offset, it,
                               NULL))
         vw_item_free(it);

@@ -137,3 +137,60 @@ const char *vw_item_msg(const vw_item *it) {
 void vw_item_free_cb(void *it) {
     vw_item_free(it);
 }
+
+void vw_item_set_pending(vw_item *it, void *proc_item, int64_t tokens) {
+    it->proc_item = proc_item;
+    it->tokens = tokens < 0 ? 0 : tokens;
+}
+
+void vw_item_set_record(vw_item *it, int vela_status, const char *type, char *value, size_t len) {
+    if (!value) {
+        vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+        return;
+    }
+    it->kind = VW_RESULT_RECORD;
+    it->vela_status = vela_status;
+    vw_item_set_type(it, type);
+    vw_item_set_output(it, value, len);
+}
+
+/* [thread: any (the item's holder)] */
+void vw_item_drop_proc(vw_item *it) {
+    if (it->proc_item)
+        it->proc->ops->item_free(it->proc, it->proc_item);
+    it->proc_item = NULL;
+}
+
+void vw_item_retry(vw_item *it, int64_t due_ms) {
+    it->attempts++;
+    it->due_ms = due_ms;
+    free(it->msg);
+    it->msg = NULL;
+    it->kind = VW_RESULT_RECORD;
+    it->type[0] = 0;
+}
+
+void vw_item_set_output(vw_item *it, char *value, size_t len) {
+    free(it->out_value);
+    it->out_value = value;
+    it->out_len = len;
+}
+
+void vw_item_set_dead_letter(vw_item *it, bool cut) {
+    it->dead_letter = true;
+    it->dlq_cut = cut;
+}
+
+void vw_item_set_dlq_empty(vw_item *it) {
+    it->dlq_empty = true;
+}
+
+void vw_item_set_redo(vw_item *it, bool dlq, int64_t due_ms) {
+    it->redo_dlq = dlq;
+    it->redo_due_ms = due_ms;
+}
+
+void vw_item_set_produce_wait(vw_item *it, int64_t due_ms) {
+    it->produce_waits++;
+    it->redo_due_ms = due_ms;
+}

@@ -22,7 +22,9 @@
 /* One consumed record on its way to a result. Owned by whoever holds it: the
  * flow (the admission lane, the batcher, a flight, the retry list), the ledger
  * (offsets.h: READY), the sink (librdkafka's opaque while PRODUCING, until the
- * delivery report; then its redo list after a failed delivery). */
+ * delivery report; then its redo list after a failed delivery). Its fields
+ * are read through this header and written only by item.c: the holder calls
+ * the functions below (scripts/check-deps enforces it). */
 typedef struct vw_item {
     vw_processor *proc; /* whose proc_item it holds */
     int32_t partition;
@@ -102,6 +104,33 @@ const char *vw_item_msg(const vw_item *it);
 /* Sets the item's type (a rejection's or a failure's), truncated to fit. */
 void vw_item_set_type(vw_item *it, const char *type);
 void vw_item_free_cb(void *it);
+
+/* Admission [thread: admission]. */
+/* The processor's pending item after its admit, and its tokens (< 0 as 0). */
+void vw_item_set_pending(vw_item *it, void *proc_item, int64_t tokens);
+/* Finishes the item as a RECORD result with its produced bytes value[0..len)
+ * (taken): a rejection made before any processor. A NULL value (out of
+ * memory) fails the item FATAL, out_of_memory. */
+void vw_item_set_record(vw_item *it, int vela_status, const char *type, char *value, size_t len);
+
+/* The flow. */
+/* Frees the processor's item (the processor is done with it); none: no-op. */
+void vw_item_drop_proc(vw_item *it);
+/* A RETRY result to run again: counts the attempt (attempts), clears the
+ * outcome (a RECORD without type or message) and is due at due_ms. */
+void vw_item_retry(vw_item *it, int64_t due_ms);
+
+/* The sink. */
+/* The produced bytes of a RECORD result (value taken). */
+void vw_item_set_output(vw_item *it, char *value, size_t len);
+/* Produced to the dead-letter topic; cut: its payload is shorter than the value. */
+void vw_item_set_dead_letter(vw_item *it, bool cut);
+/* The next dead letter goes without its payload (a full one was refused). */
+void vw_item_set_dlq_empty(vw_item *it);
+/* The redo list: produce the dead letter (dlq) or the result again, not before due_ms. */
+void vw_item_set_redo(vw_item *it, bool dlq, int64_t due_ms);
+/* One more transient produce error (produce_waits): produced again at due_ms. */
+void vw_item_set_produce_wait(vw_item *it, int64_t due_ms);
 
 /* Appends to a growable item list; false on allocation failure. */
 bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it);

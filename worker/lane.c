@@ -45,8 +45,7 @@ static void admit(vw_lane *l, vw_item *it, const vw_json_doc *doc) {
     } else if (adm.finished) {
         vw_item_take(it, &adm.result);
     } else {
-        it->proc_item = adm.item;
-        it->tokens = adm.tokens < 0 ? 0 : adm.tokens;
+        vw_item_set_pending(it, adm.item, adm.tokens);
     }
 }
 
@@ -65,12 +64,9 @@ static void admit_item(vw_lane *l, vw_item *it, vw_sbuf *sb) {
         vw_sbuf_free(sb); /* the out-of-memory mark is sticky: start afresh */
         vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
     } else if (rejected) {
-        it->kind = VW_RESULT_RECORD;
-        it->vela_status = status;
-        vw_item_set_type(it, type);
-        it->out_value = vw_sbuf_take(sb, &it->out_len);
-        if (!it->out_value)
-            vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "rejection record");
+        size_t len = 0;
+        char *value = vw_sbuf_take(sb, &len);
+        vw_item_set_record(it, status, type, value, len);
     } else {
         admit(l, it, doc);
     }

@@ -171,8 +171,7 @@ static void wait_and_redo(vw_sink *s, vw_item *it, const char *topic, rd_kafka_r
     int64_t b = s->o.cfg->delivery.retry_backoff_ms, max = s->o.cfg->delivery.retry_backoff_max_ms;
     for (int i = 0; i < it->produce_waits && b < max; i++)
         b *= 2;
-    it->produce_waits++;
-    it->redo_due_ms = vw_now_ms() + (b < max ? b : max);
+    vw_item_set_produce_wait(it, vw_now_ms() + (b < max ? b : max));
     vw_metrics_inc(s->o.metrics, VW_M_PRODUCE_WAITS, 1);
     VW_LOG(s->o.log, VW_LOG_DEBUG, "producer",
            "produce waits request_id=\"%s\" tp=%s:%d:%lld topic=%s err=%s attempt=%d",
@@ -205,12 +204,11 @@ static void dead_letter(vw_sink *s, vw_item *it) {
     size_t payload = it->value_dropped || it->dlq_empty ? 0 : it->value_len;
     if (payload > room)
         payload = room;
-    it->dlq_cut = payload < it->value_len;
+    vw_item_set_dead_letter(it, payload < it->value_len);
     if (it->dlq_cut) {
         char n[24];
         add_header(h, VW_HDR_TRUNCATED, n, vw_fmt_i64(n, (int64_t)it->value_len));
     }
-    it->dead_letter = true;
     VW_LOG(s->o.log, VW_LOG_WARN, "producer",
            "dead letter request_id=\"%s\" tp=%s:%d:%lld type=%s reason=\"%s\" "
            "payload_bytes=%zu value_bytes=%zu",
@@ -230,10 +228,10 @@ static void dead_letter(vw_sink *s, vw_item *it) {
     if (producer_dead(s, e)) {
         abandon(s, it, rd_kafka_err2str(e));
     } else if (!permanent(e)) {
-        it->redo_dlq = true;
+        vw_item_set_redo(it, true, it->redo_due_ms);
         wait_and_redo(s, it, s->o.cfg->topics.dlq, e);
     } else if (!it->dlq_empty) {
-        it->dlq_empty = true; /* once more, without the payload */
+        vw_item_set_dlq_empty(it); /* once more, without the payload */
         dead_letter(s, it);
     } else {
         dlq_failed(s, it, e);
@@ -281,9 +279,13 @@ static void produce_one(vw_sink *s, vw_item *it) {
                          .offset = it->offset,
                          .timestamp = it->timestamp,
                          .request_id = it->request_id};
-        if (vw_result_value(&r, &rec, &it->out_value, &it->out_len, &err))
+        char *value = NULL;
+        size_t len = 0;
+        if (vw_result_value(&r, &rec, &value, &len, &err))
             /* a processor bug: the record still moves on */
             vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
+        else
+            vw_item_set_output(it, value, len);
     }
     if (s->o.file) {
         write_line(s, it);
@@ -440,7 +442,7 @@ static void txn_delivery(vw_sink *s, vw_item *it, rd_kafka_resp_err_t e) {
     if (!permanent(e))
         return;
     if (it->dead_letter && !it->dlq_empty) {
-        it->dlq_empty = true; /* the redo sends it once more, without its payload */
+        vw_item_set_dlq_empty(it); /* the redo sends it once more, without its payload */
     } else if (it->dead_letter) {
         vw_txn_forget(s->txn, it);
         dlq_failed(s, it, e); /* refused even empty: the worker stops before it */
@@ -494,17 +496,16 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
      * result at once, and sends a refused dead letter once more without its
      * payload (refused again: the worker stops); a transient one (librdkafka
      * may have retried it already) produces the record again after a backoff. */
-    it->redo_due_ms = 0;
     if (!permanent(m->err)) {
-        it->redo_dlq = it->dead_letter;
+        vw_item_set_redo(it, it->dead_letter, 0);
         wait_and_redo(s, it, rd_kafka_topic_name(m->rkt), m->err);
     } else if (!it->dead_letter) {
-        it->redo_dlq = true;
+        vw_item_set_redo(it, true, 0);
         vw_item_fail(it, VW_RESULT_FATAL, rd_kafka_err2name(m->err), rd_kafka_err2str(m->err));
         keep(s, it);
     } else if (!it->dlq_empty) {
-        it->redo_dlq = true;
-        it->dlq_empty = true;
+        vw_item_set_redo(it, true, 0);
+        vw_item_set_dlq_empty(it);
         keep(s, it);
     } else {
         dlq_failed(s, it, m->err);
