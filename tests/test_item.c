@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
+#include "contract.h"
 #include "service/config.h"
 
 /* sha256 of 1025 'k', of 512 KiB of 'h' and of 2000 bytes 0xff (hashlib). */

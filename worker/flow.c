@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
 #include "batcher.h"
 #include "item.h"
 #include "lane.h"

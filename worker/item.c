@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h" /* vw_copy_type */
+#include "util/sbuf.h" /* vw_fmt_str */
 
 /* The last value of header name in h (NULL h: the record has none). */
 static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
@@ -21,9 +21,9 @@ vw_item *vw_item_new(const vw_record_in *r, const vw_config *cfg, vw_processor *
     char id_buf[VW_SOURCE_MAX], key_buf[VW_SOURCE_MAX];
     header(r->headers, VW_HDR_REQUEST_ID, &hid, &hid_len);
     header(r->headers, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
-    const char *id = vw_request_id_pick(r->topic, r->partition, r->offset, hid, hid_len, r->key,
-                                        r->key_len, id_buf, &id_len);
-    const char *key = r->key ? vw_echo_bounded(r->key, r->key_len, key_buf, &key_len) : NULL;
+    const char *id = vw_record_in_id_pick(r->topic, r->partition, r->offset, hid, hid_len, r->key,
+                                          r->key_len, id_buf, &id_len);
+    const char *key = r->key ? vw_record_in_echo(r->key, r->key_len, key_buf, &key_len) : NULL;
     if (r->key && !key)
         return NULL; /* the digest of a long key: libcrypto out of memory */
     size_t value_len = r->value ? r->value_len : 0;
@@ -51,7 +51,7 @@ vw_item *vw_item_new(const vw_record_in *r, const vw_config *cfg, vw_processor *
     it->value_dropped = !keep;
     if (kept)
         memcpy(it->value, r->value, kept);
-    it->reply_topic = vw_reply_topic(cfg, reply, reply_len);
+    it->reply_topic = vw_record_in_reply_topic(cfg, reply, reply_len);
     return it;
 }
 
@@ -96,7 +96,7 @@ void vw_item_free(vw_item *it) {
 
 /* [thread: any (the item's holder)] */
 void vw_item_set_type(vw_item *it, const char *type) {
-    vw_copy_type(it->type, sizeof it->type, type);
+    vw_fmt_str(it->type, sizeof it->type, type);
 }
 
 /* [thread: admission, processing] */

@@ -11,12 +11,12 @@
 #ifndef VW_ITEM_H
 #define VW_ITEM_H
 
-#include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "processor.h"
+#include "record_in.h"
 #include "service/config.h"
 
 /* One consumed record on its way to a result. Owned by whoever holds it: the
@@ -34,7 +34,7 @@ typedef struct vw_item {
     int64_t admitted_ms; /* monotonic, for queue delay */
     /* request_id, key and value live in this allocation (data[], one malloc
      * per record); value is kept for the dead-letter topic. request_id and
-     * key are their echoes (at most VW_ECHO_MAX bytes, admit_record.h). */
+     * key are their echoes (at most VW_ECHO_MAX bytes, contract.h). */
     char *request_id;
     void *key; /* NULL when the record has none */
     size_t key_len;
@@ -67,22 +67,9 @@ typedef struct vw_item {
     char data[];         /* request_id NUL key value */
 } vw_item;
 
-/* What a consumed record brings to its item; everything borrowed. */
-typedef struct vw_record_in {
-    const char *topic;
-    int32_t partition;
-    int64_t offset;
-    int64_t timestamp; /* ms, -1 if none */
-    const void *key;   /* NULL: none */
-    size_t key_len;
-    const rd_kafka_headers_t *headers; /* NULL: none */
-    const void *value;                 /* NULL: none (a tombstone) */
-    size_t value_len;
-} vw_record_in;
-
 /* The item of a consumed record, in one allocation: its request id (the
  * request-id header, else the key, else topic:partition:offset; a long one
- * as its digest: admit_record.h vw_request_id_pick), its key echo (the key,
+ * as its digest: record_in.h vw_record_in_id_pick), its key echo (the key,
  * or its digest past VW_ECHO_MAX bytes), its reply topic (cfg's allow-list)
  * and its value, copied only when at most cfg's limits.max_request_bytes
  * (a larger one is answered 413 from its size alone: value NULL,

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "admit_record.h"
+#include "record_in.h"
 #include "queue.h"
 #include "service/clock.h"
 #include "wake.h"
@@ -54,11 +54,11 @@ static void admit_item(vw_lane *l, vw_item *it, vw_sbuf *sb) {
     vw_record rec = {l->o.topic,  it->partition, it->offset,    it->timestamp,  it->key,
                      it->key_len, it->value,     it->value_len, it->request_id, NULL};
     int status = 0;
-    char type[VW_REJECT_TYPE_MAX] = "";
+    const char *type = "";
     vw_json_doc *doc = NULL;
     double t0 = vw_now_s(), c0 = vw_thread_cpu_s();
     bool rejected =
-        vw_admit_reject_into(&rec, l->o.cfg->limits.max_request_bytes, sb, &status, type, &doc);
+        vw_record_in_reject(&rec, l->o.cfg->limits.max_request_bytes, sb, &status, &type, &doc);
     double c1 = vw_thread_cpu_s();
     if (rejected && vw_sbuf_status(sb)) {
         vw_sbuf_free(sb); /* the out-of-memory mark is sticky: start afresh */

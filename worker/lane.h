@@ -1,5 +1,5 @@
 /* lane.h — the admission lane: items queued by the Kafka thread for the
- * admission threads, which run the worker-level record checks (admit_record.h:
+ * admission threads, which run the worker-level record checks (record_in.h:
  * size, UTF-8, JSON, object) and the processor's admit (the plan), and queue
  * each item back for the Kafka thread. Polling, deliveries, commits and the
  * other partitions' records go on meanwhile, so one heavy record delays

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "admission/canonical_json.h"
-#include "admit_record.h"
+#include "result_out.h"
 #include "service/clock.h"
 
 struct vw_sink {
@@ -54,7 +54,7 @@ static size_t add_header(rd_kafka_headers_t *h, const char *name, const void *v,
 static rd_kafka_headers_t *base_headers(vw_sink *s, const vw_item *it, size_t *size) {
     char source[VW_SOURCE_MAX];
     const char *model = s->o.proc->ops->model(s->o.proc);
-    vw_record_source(source, sizeof source, s->o.topic, it->partition, it->offset);
+    vw_result_out_source(source, sizeof source, s->o.topic, it->partition, it->offset);
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
     size_t n = add_header(h, VW_HDR_REQUEST_ID, it->request_id, strlen(it->request_id));
     n += add_header(h, VW_HDR_MODEL, model, strlen(model));
@@ -242,7 +242,7 @@ static void dead_letter(vw_sink *s, vw_item *it) {
 static void write_line(vw_sink *s, vw_item *it) {
     vw_sbuf sb = {0};
     char source[320];
-    vw_record_source(source, sizeof source, s->o.topic, it->partition, it->offset);
+    vw_result_out_source(source, sizeof source, s->o.topic, it->partition, it->offset);
     vw_sbuf_puts(&sb, "{\"source\":");
     vw_canon_string(&sb, source, strlen(source));
     vw_sbuf_puts(&sb, ",\"request_id\":");
@@ -281,7 +281,7 @@ static void produce_one(vw_sink *s, vw_item *it) {
                          .request_id = it->request_id};
         char *value = NULL;
         size_t len = 0;
-        if (vw_result_value(&r, &rec, &value, &len, &err))
+        if (vw_result_out_value(&r, &rec, &value, &len, &err))
             /* a processor bug: the record still moves on */
             vw_item_fail(it, VW_RESULT_FATAL, err.type, err.msg);
         else

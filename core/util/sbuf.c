@@ -205,3 +205,12 @@ size_t vw_fmt_i64(char *buf, int64_t v) {
     buf[len] = 0;
     return len;
 }
+
+size_t vw_fmt_str(char *buf, size_t cap, const char *s) {
+    size_t n = strlen(s);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return n;
+}

@@ -69,6 +69,10 @@ void vw_sbuf_put_visible(vw_sbuf *sb, const char *s, size_t n);
  * 1,100-2,700 instructions a call there (callgrind, docs/worker.md Benchmark). */
 size_t vw_fmt_i64(char *buf, int64_t v);
 
+/* s into buf (cap >= 1 bytes), cut to cap - 1 bytes, NUL-terminated; returns
+ * its length. For the fixed-size type names of errors and results. */
+size_t vw_fmt_str(char *buf, size_t cap, const char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,7 +1,7 @@
 /* fuzz_record.c — libFuzzer target: a consumed record (key, headers, value)
  * through the worker's record -> item path (worker/item.h vw_item_new, with
  * the headers in librdkafka's own list), the record checks
- * (vw_admit_reject_into) and the result value (vw_result_value).
+ * (vw_record_in_reject) and the result value (vw_result_out_value).
  *
  * Input: byte 0 is flags (bit 0: a key, bit 1: a request-id header, bit 2: a
  * reply-topic header, bit 3: a second request-id header, bits 4-5: how many
@@ -24,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
+#include "record_in.h"
+#include "result_out.h"
 #include "item.h"
 #include "service/config.h"
 #include "util/utf8.h"
@@ -87,7 +88,7 @@ static void expected_id(const uint8_t *hdr, size_t hdr_len, const uint8_t *key, 
     }
     char buf[VW_SOURCE_MAX];
     size_t len;
-    const char *e = vw_echo_bounded(src, n, buf, &len);
+    const char *e = vw_record_in_echo(src, n, buf, &len);
     if (!e || len >= cap)
         abort();
     memcpy(want, e, len);
@@ -139,9 +140,9 @@ static void check_admission(const vw_item *it) {
                      .request_id = it->request_id};
     vw_sbuf sb = {0};
     int status = 0;
-    char type[VW_REJECT_TYPE_MAX];
+    const char *type = NULL;
     vw_json_doc *doc = NULL;
-    if (vw_admit_reject_into(&rec, MAX_REQUEST, &sb, &status, type, &doc)) {
+    if (vw_record_in_reject(&rec, MAX_REQUEST, &sb, &status, &type, &doc)) {
         if (sb.oom || doc || (status != 400 && status != 413))
             abort();
         check_value(sb.p, sb.len, it->request_id);
@@ -155,7 +156,7 @@ static void check_admission(const vw_item *it) {
         .kind = VW_RESULT_RECORD, .value = (char *)answer, .value_len = sizeof answer - 1};
     char *out = NULL;
     size_t out_len = 0;
-    if (vw_result_value(&r, &rec, &out, &out_len, NULL))
+    if (vw_result_out_value(&r, &rec, &out, &out_len, NULL))
         abort();
     check_value(out, out_len, it->request_id);
     free(out);

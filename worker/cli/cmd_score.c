@@ -18,7 +18,7 @@
 
 #include "service/config.h"
 #include "service/device.h"
-#include "admit_record.h"
+#include "record_in.h"
 #include "engine.h"
 
 static void usage(FILE *f) {
@@ -115,14 +115,14 @@ static int read_request(FILE *f, int jsonl, size_t max, request_in *r) {
 }
 
 /* Plans one request into *it (a plan, or the rejection JSON): over max
- * bytes, the 413 the worker answers (admit_record.h) for a record that size. */
+ * bytes, the 413 the worker answers (record_in.h) for a record that size. */
 static vw_status plan_one(vw_engine *e, const request_in *in, size_t max, pending *it,
                           vw_err *err) {
     if (in->size > max) {
         vw_record rec = {.value_len = in->size};
         vw_result res = {0};
         bool rejected = false;
-        vw_status st = vw_admit_check(&rec, (int64_t)max, &rejected, &res, err);
+        vw_status st = vw_record_in_check(&rec, (int64_t)max, &rejected, &res, err);
         if (st == VW_OK)
             vw_sbuf_put(&it->out, res.value, res.value_len);
         vw_result_clear(&res);
