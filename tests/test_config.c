@@ -196,7 +196,7 @@ Test(config, bad_values_name_key_and_line) {
               "t.yaml:2: topics.reply_allow: expected a list of topic names");
 }
 
-/* model.device names one GPU as cuda:N (one worker per GPU, docs/worker.md
+/* model.device names one GPU as cuda:N (one worker per GPU, docs/operations.md
  * "GPU deployment"); whether that device exists is checked at start
  * (worker/service/device.c), not here: a config is valid on any host. */
 /* exactly_once and the pieces of its transactional.id (worker/txn.h); the
@@ -643,7 +643,7 @@ Test(config, run_stops_on_a_bad_ssl_key_before_the_model_loads) {
     cr_assert_null(strstr(out, "model loaded"), "%s", out);
 }
 
-/* config/worker.sasl_ssl.example.yaml (docs/worker.md "Security"): SASL_SSL with
+/* config/worker.sasl_ssl.example.yaml (docs/operations.md "Security"): SASL_SSL with
  * SCRAM, the password from the environment; as committed it stops at the start
  * check (no password, no CA file here), and with both it passes. */
 Test(config, sasl_ssl_example_loads_and_passes_the_start_check) {
@@ -688,7 +688,7 @@ Test(config, sasl_ssl_example_loads_and_passes_the_start_check) {
     free(path);
 }
 
-/* Secrets stay out of the log (docs/worker.md "Security"), even with every
+/* Secrets stay out of the log (docs/operations.md "Security"), even with every
  * librdkafka debug context on: librdkafka prints its sensitive properties as
  * [redacted] in its configuration dump, and the worker logs no property value
  * of its own (errors name the key). A guard: this held before the check. */

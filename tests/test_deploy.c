@@ -10,7 +10,7 @@
  *    (never count), see it as cuda:0, use Dockerfile.cuda, and number at most
  *    the partitions of the requests topic; every published port is bound to
  *    127.0.0.1 (the broker's plaintext listener and the metrics have no
- *    authentication; docs/worker.md "Security").
+ *    authentication; docs/operations.md "Security").
  *  - Dockerfiles: FROM tags pinned; apt-get install names only packages of
  *    the base's release (tables below: Debian 12 read with apt-cache policy on
  *    this machine; Ubuntu 24.04 from its public package lists — e.g.

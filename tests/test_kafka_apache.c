@@ -192,7 +192,7 @@ Test(kafka_apache, dlq_and_replay_of_a_range) {
  * librdkafka before 2.6.1 cannot authenticate with SCRAM to Kafka 4 at all
  * (measured: 2.0.2 gets "Authentication failed during authentication due to
  * invalid credentials with SASL mechanism SCRAM-SHA-512" with the right
- * password, 2.16 authenticates; docs/worker.md "librdkafka versions and
+ * password, 2.16 authenticates; docs/operations.md "librdkafka versions and
  * brokers"): there the right password must end the same clear way. */
 static int sasl_worker(const vw_kh_kafka *k, const char *certs, const char *password,
                        const char *name, vw_kh_proc *w) {

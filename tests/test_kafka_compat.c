@@ -1,6 +1,6 @@
 /* test_kafka_compat.c — what the worker relies on in whichever librdkafka is
  * loaded (the test command runs this suite on Debian's 2.0.2 and on 2.16,
- * docs/worker.md "librdkafka versions"):
+ * docs/operations.md "librdkafka versions"):
  *  - the text of librdkafka's join-state debug lines, which the worker reads
  *    (vw_rejoin_join_line): a consumer joining a group must show a
  *    non-steady state, a JoinGroup answer (classic) and then steady;

@@ -326,7 +326,7 @@ Test(kafka_worker, rejections_keep_the_partition_moving) {
     cr_assert_eq(vw_kh_metric_in(m, "vela_worker_results_total{status=\"400\"}"), 7);
     free(m);
     /* No request payload reaches the log, at debug level, refused ones included
-     * (docs/worker.md "Security"): ids, offsets and sizes only. */
+     * (docs/operations.md "Security"): ids, offsets and sizes only. */
     cr_assert_eq(vw_kh_count_log(&e.w, "0123456789012345678901234567890"), 0, "the 413 body");
     cr_assert_eq(vw_kh_count_log(&e.w, "not json"), 0, "the 400 body");
     cr_assert_eq(vw_kh_count_log(&e.w, "questions"), 0, "a request's fields");

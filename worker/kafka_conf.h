@@ -55,7 +55,7 @@ typedef struct vw_kafka_workaround {
     const char *what;  /* what the worker does about it */
 } vw_kafka_workaround;
 
-/* The table (docs/worker.md "librdkafka versions"), n entries. */
+/* The table (docs/operations.md "librdkafka versions"), n entries. */
 const vw_kafka_workaround *vw_kafka_workarounds(size_t *n);
 /* Whether a workaround applies to the loaded library (open: always). */
 bool vw_kafka_workaround_on(const vw_kafka_workaround *wa);

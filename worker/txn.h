@@ -1,5 +1,5 @@
 /* txn.h — exactly-once delivery (`delivery.mode: exactly_once`): the
- * producer's transactions, KIP-447 style (docs/worker.md "Exactly once").
+ * producer's transactions, KIP-447 style (docs/exactly-once.md "Exactly once").
  * One transactional producer per worker; a transaction holds what the loop
  * produced in one turn (a micro-batch's results and dead letters at low load,
  * several batches' under load) and the input offsets those records complete,

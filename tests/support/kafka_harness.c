@@ -194,7 +194,7 @@ int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms) {
 }
 
 /* Every line the process's logger wrote must be one strict JSON object with
- * each key once (docs/worker.md "Logs"); other stderr lines (a crash point's
+ * each key once (docs/operations.md "Logs"); other stderr lines (a crash point's
  * abort, replay progress) do not start with '{' and are not log events. */
 static void check_log_lines(const vw_kh_proc *p) {
     char *log = vw_read_file(p->log_path, NULL);

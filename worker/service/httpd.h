@@ -1,6 +1,6 @@
 /* httpd.h — the HTTP server under the metrics endpoint: libmicrohttpd in its
  * external epoll mode, run by a thread of its own, with a guard on the
- * connections that have not sent a request yet (docs/worker.md "Metrics and
+ * connections that have not sent a request yet (docs/operations.md "Metrics and
  * health").
  *
  * The guard (issue 35 finding 5: 300 connections from one address sending one
