@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <spawn.h>
@@ -35,16 +36,36 @@ void vw_kh_sleep_ms(int ms) {
     }
 }
 
+static char test_dir[64];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The test process's folder goes when it exits (after its processes were
+ * killed first), unless
+ * VW_KEEP_TEST_DIRS is set to read the logs of a run. */
+static void kill_leftovers(void);
+
+static void remove_test_dir(void) {
+    kill_leftovers();
+    if (test_dir[0] && !getenv("VW_KEEP_TEST_DIRS"))
+        nftw(test_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *vw_kh_dir(void) {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/vw-kafka-XXXXXX");
-        if (!mkdtemp(dir)) {
+    if (!test_dir[0]) {
+        snprintf(test_dir, sizeof test_dir, "/tmp/vw-kafka-XXXXXX");
+        if (!mkdtemp(test_dir)) {
             perror("mkdtemp");
-            dir[0] = 0;
+            test_dir[0] = 0;
+        } else {
+            atexit(remove_test_dir);
         }
     }
-    return dir;
+    return test_dir;
 }
 
 /* Processes still running when a test ends (a failed assertion skips its

@@ -31,7 +31,8 @@ typedef struct vw_kh_proc {
     bool ours;          /* a vela-worker process: its log lines are checked (vw_kh_stop) */
 } vw_kh_proc;
 
-/* A fresh directory for this test's files (static storage, valid until exit). */
+/* A fresh directory for this test's files (static storage, valid until exit;
+ * removed at exit unless VW_KEEP_TEST_DIRS is set). */
 const char *vw_kh_dir(void);
 
 /* Starts `vela-worker broker --topics SPEC --control` and reads its bootstrap line. */
