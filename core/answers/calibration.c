@@ -1,7 +1,8 @@
-/* calibration.c — calibration.json and the float64 answer arithmetic (see
- * calibration.h; docs/spec/answers.md §4). Never decodes spans or formats JSON. */
+/* calibration.c — calibration.json and the calibrated probabilities (see
+ * calibration.h; docs/spec/answers.md §4), on the float64 arithmetic of
+ * util/f64.h. Never decodes spans or formats JSON. */
 #include "calibration.h"
-#include "util/pairwise_sum.h"
+#include "util/f64.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -603,98 +604,15 @@ double vw_cal_noul(const vw_cal *cal, double p, bool enabled) {
     return 1.0 / (1.0 + exp(-(logit / cal->noul_t + cal->noul_b)));
 }
 
-/* ---- float64 arithmetic --------------------------------------------------- */
-
-/* NumPy's pairwise sum in float64 (pairwise_sum.h). */
-VW_DEFINE_PAIRWISE_SUM(, vw_sum_pairwise, double)
-
-/* Shewchuk's exact partials with the final half-even correction, as CPython's
- * math.fsum does for finite inputs. Non-overlapping float64 partials cover at
- * most ~2100 bits (about 40 doubles), so 48 slots never overflow. */
-typedef struct fsum_acc {
-    double partials[48];
-    size_t n;
-} fsum_acc;
-
-static void fsum_add(fsum_acc *a, double v) {
-    size_t i = 0;
-    for (size_t j = 0; j < a->n; j++) {
-        double y = a->partials[j];
-        if (fabs(v) < fabs(y)) {
-            double t = v;
-            v = y;
-            y = t;
-        }
-        double hi = v + y;
-        double lo = y - (hi - v);
-        if (lo != 0.0)
-            a->partials[i++] = lo;
-        v = hi;
-    }
-    a->n = i;
-    a->partials[a->n++] = v;
-}
-
-static double fsum_result(const fsum_acc *a) {
-    size_t np = a->n;
-    const double *partials = a->partials;
-    if (np == 0)
-        return 0.0;
-    double lo = 0.0;
-    double hi = partials[--np];
-    while (np > 0) {
-        double v = hi, y = partials[--np];
-        hi = v + y;
-        double yr = hi - v;
-        lo = y - yr;
-        if (lo != 0.0)
-            break;
-    }
-    /* Round half to even across the partials left below the break. */
-    if (np > 0 && ((lo < 0.0 && partials[np - 1] < 0.0) || (lo > 0.0 && partials[np - 1] > 0.0))) {
-        double y = lo * 2.0;
-        double v = hi + y;
-        double yr = v - hi;
-        if (y == yr)
-            hi = v;
-    }
-    return hi;
-}
-
-double vw_fsum(const double *x, size_t n) {
-    fsum_acc a = {.n = 0};
-    for (size_t k = 0; k < n; k++)
-        fsum_add(&a, x[k]);
-    return fsum_result(&a);
-}
-
-double vw_sigmoid(double x) {
-    return 1.0 / (1.0 + exp(-x));
-}
-
-void vw_softmax(const double *z, size_t n, double t, double *p) {
-    double mx = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        p[i] = z[i] / t;
-        if (p[i] > mx)
-            mx = p[i];
-    }
-    for (size_t i = 0; i < n; i++)
-        p[i] = exp(p[i] - mx);
-    double sum = vw_sum_pairwise(p, n);
-    for (size_t i = 0; i < n; i++)
-        p[i] /= sum;
-}
-
 void vw_cal_choice(const vw_cal *cal, const double *z, size_t n, bool with_abstain, double *probs,
                    vw_choice_stats *st) {
     double t = cal->temperature[VW_CAL_CHOICE];
     st->abstain = 0.0;
     if (with_abstain) {
-        vw_softmax(z, n + 1, t, probs);
+        vw_f64_softmax(z, n + 1, t, probs);
         st->abstain = probs[n];
     }
-    vw_softmax(z, n, t, probs);
+    vw_f64_softmax(z, n, t, probs);
     st->pick = 0;
     for (size_t i = 1; i < n; i++)
         if (z[i] > z[st->pick])
@@ -718,24 +636,23 @@ void vw_cal_choice(const vw_cal *cal, const double *z, size_t n, bool with_absta
 
 double vw_cal_noul_yes(const vw_cal *cal, double z_no, double z_yes) {
     double z[2] = {z_no, z_yes}, p[2];
-    vw_softmax(z, 2, cal->temperature[VW_CAL_CHOICE], p);
+    vw_f64_softmax(z, 2, cal->temperature[VW_CAL_CHOICE], p);
     return p[1];
 }
 
 void vw_cal_score(const vw_cal *cal, const double *z, size_t n, double *probs, double *score,
                   double *confidence) {
-    vw_softmax(z, n, cal->temperature[VW_CAL_SCORE], probs);
-    fsum_acc a = {.n = 0};
+    vw_f64_softmax(z, n, cal->temperature[VW_CAL_SCORE], probs);
+    vw_f64_fsum_acc m = {.n = 0}, v = {.n = 0};
     for (size_t i = 0; i < n; i++)
-        fsum_add(&a, (double)i * probs[i]);
-    double mean = fsum_result(&a);
-    a.n = 0;
+        vw_f64_fsum_add(&m, (double)i * probs[i]);
+    double mean = vw_f64_fsum_result(&m);
     for (size_t i = 0; i < n; i++) {
         /* Python's (i - mean) ** 2 is pow(x, 2.0), which rounds exactly like x * x. */
         double d = (double)i - mean;
-        fsum_add(&a, probs[i] * (d * d));
+        vw_f64_fsum_add(&v, probs[i] * (d * d));
     }
-    double var = fsum_result(&a);
+    double var = vw_f64_fsum_result(&v);
     *score = mean;
     double c = 1.0 - var / ((double)(n * n - 1) / 12.0);
     *confidence = c < 0.0 ? 0.0 : (c > 1.0 ? 1.0 : c);
@@ -744,5 +661,5 @@ void vw_cal_score(const vw_cal *cal, const double *z, size_t n, double *probs, d
 void vw_cal_set_probs(const vw_cal *cal, const double *z, size_t n, double *probs) {
     double t = cal->temperature[VW_CAL_SET];
     for (size_t i = 0; i < n; i++)
-        probs[i] = vw_sigmoid(z[i] / t);
+        probs[i] = vw_f64_sigmoid(z[i] / t);
 }
