@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/sbuf.h" /* vw_fmt_str */
+#include "util/reserve.h"
 
 /* The last value of header name in h (NULL h: the record has none). */
 static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
@@ -56,14 +57,8 @@ vw_item *vw_item_new(const vw_record_in *r, const vw_config *cfg, vw_processor *
 }
 
 bool vw_items_push(vw_item ***list, size_t *n, size_t *cap, vw_item *it) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        vw_item **grown = realloc(*list, c * sizeof *grown);
-        if (!grown)
-            return false;
-        *list = grown;
-        *cap = c;
-    }
+    if (vw_reserve((void **)list, cap, *n + 1, sizeof **list))
+        return false;
     (*list)[(*n)++] = it;
     return true;
 }

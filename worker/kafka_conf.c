@@ -178,19 +178,25 @@ static bool log_due(vw_kafka_health *h, int err, const char *broker, const char 
     return true;
 }
 
+bool vw_kafka_fatal(rd_kafka_t *rk, const char *client, rd_kafka_resp_err_t e, const vw_log *log,
+                    vw_fault *fault) {
+    char cause[512] = "";
+    rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
+    if (!real && e != RD_KAFKA_RESP_ERR__FATAL)
+        return false;
+    const char *name = rd_kafka_err2name(real ? real : e),
+               *why = real ? cause : rd_kafka_err2str(e);
+    VW_LOG(log, VW_LOG_ERROR, "kafka",
+           "fatal client error, stopping client=%s err=%s reason=\"%s\"", rd_kafka_name(rk), name,
+           why);
+    VW_RAISE(fault, VW_EKAFKA, "kafka_fatal", "fatal %s error %s: %s", client, name, why);
+    return true;
+}
+
 bool vw_kafka_error(rd_kafka_t *rk, const char *client, int err, const char *reason,
                     const vw_log *log, vw_fault *fault, vw_kafka_health *h) {
-    if (err == RD_KAFKA_RESP_ERR__FATAL) {
-        char cause[512];
-        rd_kafka_resp_err_t real = rd_kafka_fatal_error(rk, cause, sizeof cause);
-        VW_LOG(log, VW_LOG_ERROR, "kafka",
-               "fatal client error, stopping client=%s err=%s "
-               "reason=\"%s\"",
-               rd_kafka_name(rk), rd_kafka_err2name(real), cause);
-        VW_RAISE(fault, VW_EKAFKA, "kafka_fatal", "fatal %s error %s: %s", client,
-                 rd_kafka_err2name(real), cause);
-        return true;
-    }
+    if (err == RD_KAFKA_RESP_ERR__FATAL)
+        return vw_kafka_fatal(rk, client, RD_KAFKA_RESP_ERR__FATAL, log, fault);
     /* Everything else is informational: librdkafka recovers by itself. The
      * reason a broker could not be used is kept for the start check
      * (worker.c): "1/1 brokers are down" says less than the reason before. */

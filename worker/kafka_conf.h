@@ -91,6 +91,15 @@ typedef struct vw_kafka_health {
     int64_t repeat_ms; /* 0: VW_KAFKA_ERROR_REPEAT_MS (tests set less) */
 } vw_kafka_health;
 
+/* Whether the client rk can do nothing more: librdkafka raised a fatal error
+ * (rd_kafka_fatal_error), or a call answered e == ERR__FATAL before the error
+ * callback was served. If so, logs "fatal client error, stopping" with the
+ * cause, raises it into fault as "kafka_fatal" ("fatal <client> error NAME:
+ * cause"; first wins) and returns true. The one fatal path of both clients:
+ * vw_kafka_error below and the sink's producev answers. */
+bool vw_kafka_fatal(rd_kafka_t *rk, const char *client, rd_kafka_resp_err_t e, const vw_log *log,
+                    vw_fault *fault);
+
 /* The work of either client's error callback (client: "consumer" or
  * "producer"): a fatal error (ERR__FATAL, e.g. of the idempotent producer) is
  * logged with rd_kafka_fatal_error's cause and raised into fault as

@@ -1,6 +1,7 @@
 /* offsets.c — per-partition delivery order and commit tracker (see offsets.h).
  * Owns the record queues of the assigned partitions; never talks to Kafka. */
 #include "offsets.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -152,14 +153,8 @@ vw_status vw_offsets_track(vw_offsets *t, const char *topic, int32_t partition, 
         p->produce -= p->head;
         p->head = 0;
     }
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        slot *grown = realloc(p->slots, cap * sizeof *grown);
-        if (!grown)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "offset tracker slots");
-        p->slots = grown;
-        p->cap = cap;
-    }
+    if (vw_reserve((void **)&p->slots, &p->cap, p->n + 1, sizeof *p->slots))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "offset tracker slots");
     p->slots[p->n++] = (slot){.offset = offset, .state = PENDING};
     p->last_tracked = offset;
     p->live++;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "service/clock.h"
+#include "util/reserve.h"
 
 bool vw_poison_record_error(rd_kafka_resp_err_t e) {
     return e == RD_KAFKA_RESP_ERR__BAD_COMPRESSION || e == RD_KAFKA_RESP_ERR__BAD_MSG ||
@@ -26,14 +27,8 @@ static vw_poison_part *get(vw_poison *t, int32_t p) {
     vw_poison_part *x = find(t, p);
     if (x)
         return x;
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 8;
-        vw_poison_part *grown = realloc(t->items, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        t->items = grown;
-        t->cap = cap;
-    }
+    if (vw_reserve((void **)&t->items, &t->cap, t->n + 1, sizeof *t->items))
+        return NULL;
     x = &t->items[t->n++];
     *x = (vw_poison_part){.partition = p, .sought = -1};
     return x;

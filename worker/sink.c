@@ -68,14 +68,8 @@ static rd_kafka_headers_t *base_headers(vw_sink *s, const vw_item *it, size_t *s
  * (the error callback may not have been served yet when producev answers
  * __FATAL, hence the direct check). Marks the worker fatal: exit 1. */
 static bool producer_dead(vw_sink *s, rd_kafka_resp_err_t e) {
-    char cause[256] = "";
-    rd_kafka_resp_err_t real;
-    if (!s->dead && ((real = rd_kafka_fatal_error(s->rk, cause, sizeof cause)) ||
-                     e == RD_KAFKA_RESP_ERR__FATAL)) {
+    if (!s->dead && vw_kafka_fatal(s->rk, "producer", e, s->o.log, s->o.fault))
         s->dead = true;
-        VW_RAISE(s->o.fault, VW_EKAFKA, "kafka_fatal", "fatal producer error %s: %s",
-                 rd_kafka_err2name(real ? real : e), real ? cause : rd_kafka_err2str(e));
-    }
     return s->dead;
 }
 
@@ -524,6 +518,8 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 /* The producer's error callback (fault.h for a fatal one). */
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
     vw_sink *s = opaque;
+    if (s->dead && err == RD_KAFKA_RESP_ERR__FATAL)
+        return; /* producer_dead told it already */
     if (vw_kafka_error(rk, "producer", err, reason, s->o.log, s->o.fault, &s->health))
         s->dead = true;
 }

@@ -11,6 +11,7 @@
 
 #include "kafka_conf.h"
 #include "service/clock.h"
+#include "util/reserve.h"
 
 struct vw_txn {
     vw_txn_opts o;
@@ -170,14 +171,10 @@ bool vw_txn_ready(const vw_txn *t, int64_t now_ms) {
 static bool room(vw_txn *t) {
     if (t->n_kept < t->cap_kept)
         return true;
-    size_t cap = t->cap_kept ? t->cap_kept * 2 : 256;
-    vw_item **grown = realloc(t->kept, cap * sizeof *grown);
-    if (!grown) {
+    if (vw_reserve((void **)&t->kept, &t->cap_kept, t->n_kept + 1, sizeof *t->kept)) {
         VW_RAISE(t->o.fault, VW_ENOMEM, "out_of_memory", "the transaction's record list");
         return false;
     }
-    t->kept = grown;
-    t->cap_kept = cap;
     return true;
 }
 

@@ -189,17 +189,12 @@ static vw_status oom(vw_err *err) {
 }
 
 static vw_status emit(vw_encoding *out, int32_t id, int32_t s, int32_t e, vw_err *err) {
-    if (out->n == out->cap) {
-        size_t nc = out->cap ? out->cap * 2 : 64;
-        int32_t *ids = realloc(out->ids, nc * sizeof *ids);
-        if (!ids)
+    if (out->n == out->cap) { /* ids and offset pairs share one capacity */
+        size_t c1 = out->cap, c2 = out->cap;
+        if (vw_reserve((void **)&out->ids, &c1, out->n + 1, sizeof *out->ids) ||
+            vw_reserve((void **)&out->offsets, &c2, out->n + 1, 2 * sizeof *out->offsets))
             return oom(err);
-        out->ids = ids;
-        int32_t *offs = realloc(out->offsets, 2 * nc * sizeof *offs);
-        if (!offs)
-            return oom(err);
-        out->offsets = offs;
-        out->cap = nc;
+        out->cap = c1;
     }
     out->ids[out->n] = id;
     out->offsets[2 * out->n] = s;

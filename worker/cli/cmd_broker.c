@@ -44,7 +44,7 @@ static void usage(FILE *f) {
 }
 
 /* SIGTERM/SIGINT write a byte here (the signal-handler exception to "no
- * mutable globals", as cmd_run.c's flag). A handler, not a blocked signal read
+ * mutable globals", as stop_signals.c's flag). A handler, not a blocked signal read
  * through signalfd: OpenBLAS starts its threads when the library loads, before
  * main could block anything, and a signal the kernel gave one of them killed
  * the process (exit 143) instead of stopping the broker. */

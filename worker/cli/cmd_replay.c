@@ -24,13 +24,6 @@
 
 extern char **environ;
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
-}
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: vela-worker replay --config FILE --topic T [--partition P]\n"
@@ -295,7 +288,8 @@ static int parse_args(int argc, char **argv, args *a) {
     return 0;
 }
 
-static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ranges, size_t n) {
+static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ranges, size_t n,
+                  volatile sig_atomic_t *stop) {
     vw_log log = {.level = cfg->log.level, .format = cfg->log.format, .out = stderr};
     vw_processor *proc = NULL;
     vw_worker *w = NULL;
@@ -308,7 +302,7 @@ static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ra
     }
     if (!vw_processor_open(cfg, &log, &proc, &err) &&
         !vw_worker_new(cfg, &log, proc, NULL, &w, &err) &&
-        !vw_worker_replay(w, ranges, n, out, a->results_topic, &stop_requested, &err))
+        !vw_worker_replay(w, ranges, n, out, a->results_topic, stop, &err))
         rc = 0;
     vw_worker_free(w);
     vw_processor_free(proc);
@@ -351,12 +345,12 @@ int vw_cmd_replay(int argc, char **argv) {
     char *topic = strdup(a.topic);
     free(cfg->topics.input);
     cfg->topics.input = topic; /* the replayed topic is this run's input */
-    vw_cli_on_stop(on_signal);
+    volatile sig_atomic_t *stop = vw_cli_stop_flag();
     vw_replay_range *ranges = NULL;
     size_t n = 0;
     int rc = 1;
     if (topic && !resolve_ranges(cfg, a.topic, a.partition, &a.from, &a.to, &ranges, &n))
-        rc = replay(cfg, &a, ranges, n);
+        rc = replay(cfg, &a, ranges, n, stop);
     free(ranges);
     vw_config_free(cfg);
     return rc;

@@ -17,16 +17,6 @@
 
 extern char **environ;
 
-/* The mutable globals docs/style.md allows a signal handler: how many stop
- * signals came (a second one stops at once) and the last one's number. */
-static volatile sig_atomic_t stop_requested, stop_signal;
-
-static void on_signal(int sig) {
-    stop_signal = sig;
-    if (stop_requested < 2)
-        stop_requested++;
-}
-
 static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker run --config FILE\n"
                "  Consumes topics.input in the kafka group, answers every request record with\n"
@@ -57,12 +47,12 @@ static int stop_status(const vw_worker *w) {
     vw_worker_stop_report r;
     vw_worker_stop_report_get(w, &r);
     if (r.end == VW_STOP_AT_ONCE)
-        return 128 + (stop_signal ? stop_signal : SIGTERM);
+        return 128 + (vw_cli_stop_signal() ? vw_cli_stop_signal() : SIGTERM);
     return r.unanswered ? 3 : 0;
 }
 
 /* Config, log, metrics endpoint and processor; the worker itself runs in run(). */
-static int run(const vw_config *cfg, const vw_log *log) {
+static int run(const vw_config *cfg, const vw_log *log, volatile sig_atomic_t *stop) {
     vw_err err = {0};
     vw_metrics *metrics = vw_metrics_new();
     vw_processor *proc = NULL;
@@ -100,7 +90,7 @@ static int run(const vw_config *cfg, const vw_log *log) {
     if (port >= 0)
         VW_LOG(log, VW_LOG_INFO, "run", "metrics listening port=%d listen=%s", port,
                cfg->metrics.listen);
-    if (vw_worker_run(w, &stop_requested, &err)) {
+    if (vw_worker_run(w, stop, &err)) {
         VW_LOG(log, VW_LOG_ERROR, "run", "%s type=%s at=%s", err.msg, err.type, err.where);
         goto done;
     }
@@ -140,8 +130,7 @@ int vw_cmd_run(int argc, char **argv) {
         return 2;
     }
     vw_log log = {.level = cfg->log.level, .format = cfg->log.format, .out = stderr};
-    vw_cli_on_stop(on_signal);
-    int rc = run(cfg, &log);
+    int rc = run(cfg, &log, vw_cli_stop_flag());
     vw_config_free(cfg);
     return rc;
 }

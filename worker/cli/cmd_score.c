@@ -20,6 +20,7 @@
 #include "service/device.h"
 #include "record_in.h"
 #include "engine.h"
+#include "util/reserve.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -93,15 +94,9 @@ static int read_request(FILE *f, int jsonl, size_t max, request_in *r) {
             break;
         last = c;
         if (r->size++ >= max)
-            continue; /* counted, not kept */
-        if (r->len + 1 >= r->cap) {
-            size_t cap = r->cap ? r->cap * 2 : 4096;
-            char *p = realloc(r->buf, cap);
-            if (!p)
-                return -1;
-            r->buf = p;
-            r->cap = cap;
-        }
+            continue;                                             /* counted, not kept */
+        if (vw_reserve((void **)&r->buf, &r->cap, r->len + 2, 1)) /* the byte and a NUL */
+            return -1;
         r->buf[r->len++] = (char)c;
     }
     if (ferror(f))

@@ -14,6 +14,7 @@
 #include "join.h"
 #include "record.h"
 #include "util/sbuf.h"
+#include "util/reserve.h"
 
 typedef struct run {
     const vw_eval_opts *o;
@@ -88,15 +89,10 @@ static vw_status count_status(vw_eval_file *f, const vw_eval_rec *rec, vw_err *e
     vw_status st = vw_strmap_put(&f->status, key, strlen(key), &i, NULL, err);
     if (st)
         return st;
-    if (i >= f->status_cap) {
-        size_t cap = f->status_cap ? f->status_cap * 2 : 8;
-        uint64_t *n = realloc(f->status_n, cap * sizeof *n);
-        if (!n)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: statuses");
-        memset(n + f->status_cap, 0, (cap - f->status_cap) * sizeof *n);
-        f->status_n = n;
-        f->status_cap = cap;
-    }
+    size_t had = f->status_cap;
+    if (vw_reserve((void **)&f->status_n, &f->status_cap, i + 1, sizeof *f->status_n))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: statuses");
+    memset(f->status_n + had, 0, (f->status_cap - had) * sizeof *f->status_n);
     f->status_n[i]++;
     return VW_OK;
 }

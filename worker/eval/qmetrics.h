@@ -19,7 +19,9 @@
 #define VW_EVAL_QMETRICS_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "record.h"
 #include "stats.h"
@@ -64,6 +66,25 @@ typedef struct vw_eval_metrics {
     double precision, recall, f1;                         /* span, exact */
     double overlap_precision, overlap_recall, overlap_f1; /* span, characters */
 } vw_eval_metrics;
+
+/* One metric of a question type as the reports show it: its JSON key
+ * (report_json.c), its column head in the text report (at most 9 characters),
+ * its label in the HTML report, and where vw_eval_metrics keeps it. */
+typedef struct vw_eval_metric_col {
+    const char *key, *column, *label;
+    size_t at; /* offsetof(vw_eval_metrics, ...) */
+} vw_eval_metric_col;
+
+/* The metrics of a question type in report order, *n of them (none for
+ * VW_QT_UNKNOWN): the one table the three reports read. */
+const vw_eval_metric_col *vw_eval_metric_cols(vw_qtype t, size_t *n);
+
+/* The value of metric c in m. */
+static inline double vw_eval_metric_value(const vw_eval_metrics *m, const vw_eval_metric_col *c) {
+    double v;
+    memcpy(&v, (const char *)m + c->at, sizeof v);
+    return v;
+}
 
 typedef struct vw_eval_q {
     const char *qid;

@@ -86,26 +86,11 @@ static void records(vw_sbuf *sb, const vw_eval_report *r) {
     vw_sbuf_printf(sb, "Problems: %llu.</p>", (unsigned long long)r->problems_total);
 }
 
-static const char *const heads[VW_QT_COUNT][7] = {
-    {NULL},
-    {"accuracy", "macro F1", "ECE", NULL},
-    {"AUROC", "accuracy", "Brier", "ECE", NULL},
-    {"MAE", "RMSE", NULL},
-    {"micro F1", "macro F1", NULL},
-    {"precision", "recall", "F1", "overlap P", "overlap R", "overlap F1", NULL},
-};
-
 static void cells(vw_sbuf *sb, const vw_eval_q *q) {
-    const vw_eval_metrics *m = &q->m;
-    const double choice[] = {m->accuracy, m->macro_f1, m->ece};
-    const double noul[] = {m->auroc, m->accuracy, m->brier, m->ece};
-    const double score[] = {m->mae, m->rmse};
-    const double set[] = {m->micro_f1, m->macro_f1};
-    const double span[] = {m->precision,         m->recall,         m->f1,
-                           m->overlap_precision, m->overlap_recall, m->overlap_f1};
-    const double *v[VW_QT_COUNT] = {NULL, choice, noul, score, set, span};
-    for (int c = 0; v[q->type] && heads[q->type][c]; c++)
-        num(sb, v[q->type][c]);
+    size_t n;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(q->type, &n);
+    for (size_t c = 0; c < n; c++)
+        num(sb, vw_eval_metric_value(&q->m, &cols[c]));
 }
 
 /* A question's per-label table (set labels; span labels, exact). */
@@ -225,8 +210,10 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t) {
                    "<h2>%s questions</h2><table><tr><th class=l>question</th><th>n</th>"
                    "<th>errors</th>",
                    t == VW_QT_UNKNOWN ? "Errors-only" : vw_qtype_name(t));
-    for (int c = 0; heads[t][c]; c++)
-        vw_sbuf_printf(sb, "<th>%s</th>", heads[t][c]);
+    size_t n_cols;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(t, &n_cols);
+    for (size_t c = 0; c < n_cols; c++)
+        vw_sbuf_printf(sb, "<th>%s</th>", cols[c].label);
     vw_sbuf_puts(sb, "</tr>");
     for (size_t i = 0; i < r->questions.ids.n; i++) {
         const vw_eval_q *q = r->questions.q[i];

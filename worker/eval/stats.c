@@ -2,6 +2,7 @@
  * format; every formula is the one docs/eval.md writes out (the goldens'
  * recipe, tools/make_eval_goldens.py, computes the same). */
 #include "stats.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -36,14 +37,8 @@ double vw_eval_ece_value(const vw_eval_ece *e) {
 }
 
 vw_status vw_eval_pairs_add(vw_eval_pairs *ps, double p, bool y, vw_err *err) {
-    if (ps->n == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 256;
-        vw_eval_pair *v = realloc(ps->v, cap * sizeof *v);
-        if (!v)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu AUROC pairs", cap);
-        ps->v = v;
-        ps->cap = cap;
-    }
+    if (vw_reserve((void **)&ps->v, &ps->cap, ps->n + 1, sizeof *ps->v))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu AUROC pairs", ps->n + 1);
     ps->v[ps->n++] = (vw_eval_pair){p, y};
     return VW_OK;
 }

@@ -2,6 +2,7 @@
  * thread polls the stop pipe, the listening socket and both sockets of every
  * connection, and moves bytes through a buffer per direction. */
 #include "relay.h"
+#include "util/reserve.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,14 +53,7 @@ static void accept_one(vw_relay *r) {
         return;
     int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     pair *p = NULL;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 8;
-        pair **grown = realloc(r->pairs, cap * sizeof *grown);
-        if (grown) {
-            r->pairs = grown;
-            r->cap = cap;
-        }
-    }
+    (void)vw_reserve((void **)&r->pairs, &r->cap, r->n + 1, sizeof *r->pairs); /* else n == cap */
     if (t < 0 || r->n == r->cap ||
         connect(t, (const struct sockaddr *)&r->target, sizeof r->target) ||
         fcntl(t, F_SETFL, fcntl(t, F_GETFL) | O_NONBLOCK) || !(p = calloc(1, sizeof *p))) {
@@ -104,13 +98,8 @@ static void *relay_main(void *arg) {
     size_t cap = 0;
     for (;;) {
         size_t nf = 2 + 2 * r->n;
-        if (nf > cap) {
-            struct pollfd *grown = realloc(fds, nf * 2 * sizeof *grown);
-            if (!grown)
-                break;
-            fds = grown;
-            cap = nf * 2;
-        }
+        if (vw_reserve((void **)&fds, &cap, nf, sizeof *fds))
+            break;
         fds[0] = (struct pollfd){.fd = r->stop[0], .events = POLLIN};
         fds[1] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
         for (size_t i = 0; i < r->n; i++)
