@@ -7,6 +7,7 @@
 #include "kafka_harness.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,5 +514,70 @@ Test(kafka_worker, a_partition_s_results_flow_while_its_batches_run) {
     cr_log_info("first result %lld ms before the last", (long long)(last - first));
     cr_assert_geq(last - first, 600, "the first result %lld ms before the last (12 batches: 600)",
                   (long long)(last - first));
+    finish(&e);
+}
+
+/* The names of a process's threads (/proc/<pid>/task/<tid>/comm), one per
+ * line; how many threads there are. */
+static size_t thread_names(pid_t pid, char names[][32], size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    cr_assert_not_null(d, "%s", path);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < cap) {
+        if (de->d_name[0] == '.')
+            continue;
+        char comm[400];
+        snprintf(comm, sizeof comm, "%s/%s/comm", path, de->d_name);
+        FILE *f = fopen(comm, "r");
+        if (!f)
+            continue; /* the thread ended meanwhile */
+        if (fgets(names[n], sizeof names[n], f)) {
+            names[n][strcspn(names[n], "\n")] = 0;
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+static size_t count_name(char names[][32], size_t n, const char *name, size_t prefix) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += prefix ? !strncmp(names[i], name, prefix) : !strcmp(names[i], name);
+    return c;
+}
+
+/* Every thread the worker starts carries its name (docs/architecture.md
+ * "Threads"), so top -H, ps -L, gdb and perf tell them apart: with two
+ * processing threads, vw-exec, vw-admit/0-1, vw-proc/0-1 and vw-httpd (the
+ * metrics endpoint) once each, beside librdkafka's own rdk:* threads; the
+ * Kafka thread is the main thread and keeps the process's name. */
+Test(kafka_worker, threads_are_named) {
+    env e;
+    /* OpenBLAS's own server threads, started when the library loads (before
+     * main) and idle after (it runs single-threaded), keep the process's
+     * name: none with OPENBLAS_NUM_THREADS=1, as ctest sets it. */
+    char *const env1[] = {"OPENBLAS_NUM_THREADS=1", NULL};
+    start(&e, "names", "processing: {threads: 2}\n", env1);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    static char names[256][32];
+    size_t n = thread_names(e.w.pid, names, 256);
+    char all[4096] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", names[i]);
+    static const char *const ours[] = {"vw-exec",   "vw-admit/0", "vw-admit/1",
+                                       "vw-proc/0", "vw-proc/1",  "vw-httpd"};
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        cr_assert_eq(count_name(names, n, ours[i], 0), 1, "one %s among %zu threads: %s", ours[i],
+                     n, all);
+    cr_assert_eq(count_name(names, n, "vw-admit/", 9), 2, "%s", all);
+    cr_assert_eq(count_name(names, n, "vw-proc/", 8), 2, "%s", all);
+    cr_assert_eq(count_name(names, n, "vela-worker", 0), 1, "only the Kafka (main) thread: %s",
+                 all);
+    cr_assert_geq(count_name(names, n, "rdk:", 4), 2, "librdkafka's threads: %s", all);
     finish(&e);
 }

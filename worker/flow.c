@@ -18,6 +18,7 @@
 #include "queue.h"
 #include "service/clock.h"
 #include "wake.h"
+#include "util/thread_name.h"
 
 /* Batches prepared and waiting for the executor thread: one runs while the
  * next waits, so the device never waits for the host to prepare one. */
@@ -417,15 +418,18 @@ vw_status vw_flow_new(const vw_flow_opts *o, vw_flow **out, vw_err *err) {
 }
 
 vw_status vw_flow_start(vw_flow *f, vw_err *err) {
-    for (; f->pool_started < f->o.threads; f->pool_started++)
+    for (; f->pool_started < f->o.threads; f->pool_started++) {
         if (pthread_create(&f->pool[f->pool_started], NULL, finish_main, f))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
                            f->pool_started);
+        vw_thread_name(f->pool[f->pool_started], "vw-proc", (long)f->pool_started);
+    }
     vw_status st = vw_lane_start(f->lane, err);
     if (st)
         return st;
     if (pthread_create(&f->exec_thread, NULL, exec_main, f))
         return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
+    vw_thread_name(f->exec_thread, "vw-exec", -1);
     f->exec_started = true;
     return VW_OK;
 }

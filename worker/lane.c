@@ -11,6 +11,7 @@
 #include "queue.h"
 #include "service/clock.h"
 #include "wake.h"
+#include "util/thread_name.h"
 
 /* An item in the lane, in push order: back from admission or not. */
 typedef struct lane_slot {
@@ -120,9 +121,11 @@ vw_status vw_lane_new(const vw_lane_opts *o, vw_lane **out, vw_err *err) {
 }
 
 vw_status vw_lane_start(vw_lane *l, vw_err *err) {
-    for (; l->started < l->o.threads; l->started++)
+    for (; l->started < l->o.threads; l->started++) {
         if (pthread_create(&l->threads[l->started], NULL, admit_main, l))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start admission thread %zu", l->started);
+        vw_thread_name(l->threads[l->started], "vw-admit", (long)l->started);
+    }
     return VW_OK;
 }
 

@@ -12,6 +12,7 @@
  * flag are checked after the state they wait on is published, all seq_cst, so
  * no wake-up is lost). */
 #include "pool.h"
+#include "thread_name.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -336,6 +337,7 @@ vw_status vw_pool_new(unsigned threads, vw_pool **out, vw_err *err) {
             return VW_FAIL(err, rc == EAGAIN ? VW_ENOMEM : VW_EIO, "thread_create",
                            "thread %u of a pool of %u: %s", i + 1, threads, strerror(rc));
         }
+        vw_thread_name(p->tid[i], "vw-pool", (long)i + 1); /* 0 is the caller */
     }
     *out = p;
     return VW_OK;

@@ -3,6 +3,7 @@
  * connection; never renders a response (the handler does). */
 #include "httpd.h"
 #include "clock.h"
+#include "util/thread_name.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -168,6 +169,7 @@ vw_status vw_httpd_start(const struct sockaddr *addr, MHD_AccessHandlerCallback 
         vw_httpd_stop(h);
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "http server thread");
     }
+    vw_thread_name(h->thread, "vw-httpd", -1);
     h->started = true;
     *out = h;
     return VW_OK;

@@ -3,6 +3,7 @@
  * connection, and moves bytes through a buffer per direction. */
 #include "relay.h"
 #include "util/reserve.h"
+#include "util/thread_name.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -172,6 +173,7 @@ vw_status vw_relay_new(int port, const char *target, vw_relay **out, vw_err *err
         st = VW_FAIL(err, VW_EIO, "thread", "cannot start the relay thread");
         goto done;
     }
+    vw_thread_name(r->thread, "vw-relay", -1);
     r->started = true;
     *out = r;
     r = NULL;
