@@ -1,5 +1,5 @@
-# vela-worker on Debian bookworm, CPU only (docs/worker.md "docker-compose"); the
-# CUDA image is Dockerfile.cuda (docs/worker.md "GPU deployment").
+# vela-worker on Debian bookworm, CPU only (docs/operations.md "docker-compose"); the
+# CUDA image is Dockerfile.cuda (docs/operations.md "GPU deployment").
 # Build stage: scripts/build-release --cpu, the release build CI runs too
 # (scripts/test), so this image's build cannot rot unseen.
 # Runtime stage: 12.12-slim with the shared libraries only, as a non-root user.
@@ -8,7 +8,7 @@
 # librdkafka: Debian 12's librdkafka1 2.0.2 (the version the test command runs first).
 # It speaks the classic group protocol with Kafka 2.x-3.x and 4.0.1+, but not KIP-848
 # (group.protocol consumer needs librdkafka 2.12+) nor brokers whose ApiVersions v3
-# answer it cannot parse (Tansu 0.6); docs/worker.md "librdkafka versions and brokers"
+# answer it cannot parse (Tansu 0.6); docs/operations.md "librdkafka versions and brokers"
 # says which work-arounds apply and how to run the worker on a newer library.
 FROM debian:12.12 AS build
 RUN apt-get update \
@@ -35,7 +35,7 @@ ENV VELA_MODEL_BUNDLE=/bundle \
     VELA_METRICS_LISTEN=0.0.0.0:9464
 # Metrics on 0.0.0.0: inside a container 127.0.0.1 is the container alone, and the
 # scraper or probe is in the container network. Publish to the host on localhost
-# only (docker run -p 127.0.0.1:9464:9464; docs/worker.md "Security").
+# only (docker run -p 127.0.0.1:9464:9464; docs/operations.md "Security").
 EXPOSE 9464
 USER 65534:65534
 # SIGTERM drains and exits 0 within shutdown.grace_ms (30 s by default).

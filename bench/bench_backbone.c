@@ -1,15 +1,15 @@
 /* bench_backbone.c — prefill throughput of the CPU backbone.
  *
- *   bench_backbone --bundle DIR --tokens N[,N2,...] [--reps R] [--seed S]
+ *   bench_backbone --bundle DIR --tokens N[,N2,...] [--reps R] [--seed S] [--threads T]
  *
  * Opens and verifies the bundle, upcasts the weights (timed), then runs each
  * N-token sequence (seeded random ids) as one prefix with a single readout,
  * R times, and prints one JSON line per length:
  *   {"impl":"c","tokens":N,"threads":T,"seconds":best,"tokens_per_s":...,
  *    "load_s":...,"weights_fp32_bytes":...,"peak_rss_bytes":...}
- * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS). Peak RSS is getrusage's
- * ru_maxrss for the whole process so far. */
-#include <cblas.h>
+ * Threads: the executor's pool, --threads T (default 0: the CPUs this process
+ * may use, util/pool.h vw_cpu_count). Peak RSS is getrusage's ru_maxrss for
+ * the whole process so far. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +76,7 @@ static int run_one(vw_executor *ex, int32_t vocab, size_t n, int reps, unsigned 
 int main(int argc, char **argv) {
     const char *dir = NULL, *lengths = "1024";
     int reps = 1;
-    unsigned seed = 7;
+    unsigned seed = 7, threads = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--bundle"))
             dir = argv[i + 1];
@@ -86,16 +86,20 @@ int main(int argc, char **argv) {
             reps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
             seed = (unsigned)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = (unsigned)atoi(argv[i + 1]);
     }
     if (!dir || reps < 1) {
-        fprintf(stderr, "usage: bench_backbone --bundle DIR --tokens N[,N...] [--reps R]\n");
+        fprintf(stderr, "usage: bench_backbone --bundle DIR --tokens N[,N...] [--reps R] "
+                        "[--seed S] [--threads T]\n");
         return 2;
     }
     vw_bundle *b = NULL;
     vw_executor *ex = NULL;
     vw_err err = {0};
     double t0 = now();
-    if (vw_bundle_open(dir, &b, &err) != VW_OK || vw_backbone_cpu_new(b, &ex, &err) != VW_OK) {
+    if (vw_bundle_open(dir, &b, &err) != VW_OK ||
+        vw_backbone_cpu_new_threads(b, threads, &ex, &err) != VW_OK) {
         fprintf(stderr, "bench_backbone: %s\n", err.msg);
         return 1;
     }
@@ -113,7 +117,7 @@ int main(int argc, char **argv) {
         printf("{\"impl\":\"c\",\"tokens\":%zu,\"threads\":%d,\"seconds\":%.4f,"
                "\"tokens_per_s\":%.2f,\"load_s\":%.3f,\"weights_fp32_bytes\":%zu,"
                "\"peak_rss_bytes\":%ld}\n",
-               n, openblas_get_num_threads(), best, n / best, load_s, wbytes, peak_rss_bytes());
+               n, vw_backbone_cpu_threads(ex), best, n / best, load_s, wbytes, peak_rss_bytes());
         fflush(stdout);
     }
     vw_executor_free(ex);

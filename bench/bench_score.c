@@ -2,6 +2,7 @@
  *
  *   bench_score --bundle DIR --requests FILE.jsonl [--reps R] [--label NAME]
  *               [--executor instant|sim[:...]]   (a synthetic executor: host costs only)
+ *               [--batch N] [--threads T]
  *
  * Opens the package, plans and scores each request of FILE (one JSON request
  * per line) one at a time, R times over the file after warming up on the first
@@ -15,9 +16,10 @@
  * by a wrapping executor), heads and json (vw_engine_finish's thread CPU
  * times: the heads, the envelope); answers = the rest (tree building,
  * calibration, span decoding).
- * Threads: OpenBLAS's (OPENBLAS_NUM_THREADS). Single-threaded driver.
+ * Threads: the CPU executor's pool, --threads T (default 0: the CPUs this
+ * process may use); OpenBLAS runs single-threaded (the heads too). Single-
+ * threaded driver.
  */
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include "model/backbone_cpu.h"
 #include "model/synthetic.h"
 #include "engine.h"
+#include "util/pool.h"
 
 static double now(void) {
     struct timespec ts;
@@ -54,11 +57,16 @@ static void timed_destroy(vw_executor *ex) {
 
 static const vw_executor_ops TIMED_OPS = {"cpu", timed_forward, timed_destroy, NULL};
 
-/* ctx: a synthetic executor's options (--executor), or NULL for the CPU backbone. */
+typedef struct timed_ctx {
+    vw_synthetic_opts *synth; /* --executor, or NULL for the CPU backbone */
+    unsigned threads;         /* the CPU backbone's pool (0: default) */
+} timed_ctx;
+
 static vw_status make_timed(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
+    const timed_ctx *tc = ctx;
     vw_executor *inner = NULL;
-    vw_status st =
-        ctx ? vw_synthetic_new(b, ctx, &inner, err) : vw_backbone_cpu_new(b, &inner, err);
+    vw_status st = tc->synth ? vw_synthetic_new(b, tc->synth, &inner, err)
+                             : vw_backbone_cpu_new_threads(b, tc->threads, &inner, err);
     vw_executor *ex = st == VW_OK ? calloc(1, sizeof *ex) : NULL;
     if (st == VW_OK && !ex) {
         vw_executor_free(inner);
@@ -156,14 +164,14 @@ static vw_status score_batch(vw_engine *e, const lines *L, size_t k, size_t n, d
 }
 
 static int run(const char *bundle, const char *path, int reps, int batch, const char *label,
-               vw_synthetic_opts *synth) {
+               timed_ctx *tc) {
     lines L = {0};
     if (load_lines(path, &L)) {
         fprintf(stderr, "bench_score: cannot read requests from %s\n", path);
         return 1;
     }
     vw_err err = {0};
-    vw_engine_opts opts = {.make_executor = make_timed, .make_ctx = synth, .noul_calibration = -1};
+    vw_engine_opts opts = {.make_executor = make_timed, .make_ctx = tc, .noul_calibration = -1};
     vw_engine *e = NULL;
     vw_status st = vw_engine_open(bundle, &opts, &e, &err);
     size_t n = L.n * (size_t)reps, n_calls = (n + (size_t)batch - 1) / (size_t)batch;
@@ -196,14 +204,14 @@ static int run(const char *bundle, const char *path, int reps, int batch, const 
         double heads = cpu > 0 ? finish_s * times.heads / cpu : 0;
         double json = cpu > 0 ? finish_s * times.envelope / cpu : 0;
         double answers = wall - plan_s - g_stage.backbone - heads - json;
-        int threads = openblas_get_num_threads();
-        printf("%-10s %zu requests x %d, batch %d, %d threads: %.2f req/s, p50 %.2f ms, "
+        unsigned threads = tc->synth ? 1 : tc->threads ? tc->threads : vw_cpu_count();
+        printf("%-10s %zu requests x %d, batch %d, %u threads: %.2f req/s, p50 %.2f ms, "
                "p99 %.2f ms\n",
                label, L.n, reps, batch, threads, n / wall, 1e3 * p50, 1e3 * p99);
         printf("  share: plan %.1f%%, backbone %.1f%%, heads %.1f%%, answers %.1f%%, json %.1f%%\n",
                100 * plan_s / wall, 100 * g_stage.backbone / wall, 100 * heads / wall,
                100 * answers / wall, 100 * json / wall);
-        printf("{\"impl\":\"c\",\"label\":\"%s\",\"requests\":%zu,\"threads\":%d,"
+        printf("{\"impl\":\"c\",\"label\":\"%s\",\"requests\":%zu,\"threads\":%u,"
                "\"req_per_s\":%.6g,\"p50_ms\":%.6g,\"p99_ms\":%.6g,\"share\":{\"plan\":%.4f,"
                "\"backbone\":%.4f,\"heads\":%.4f,\"answers\":%.4f,\"json\":%.4f}}\n",
                label, n, threads, n / wall, 1e3 * p50, 1e3 * p99, plan_s / wall,
@@ -221,7 +229,7 @@ static int run(const char *bundle, const char *path, int reps, int batch, const 
 
 int main(int argc, char **argv) {
     const char *bundle = NULL, *requests = NULL, *label = "score", *executor = NULL;
-    int reps = 3, batch = 1;
+    int reps = 3, batch = 1, threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--bundle") && i + 1 < argc)
             bundle = argv[++i];
@@ -235,12 +243,15 @@ int main(int argc, char **argv) {
             executor = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
         else
             bundle = NULL, i = argc;
     }
-    if (!bundle || !requests || reps < 1 || batch < 1) {
+    if (!bundle || !requests || reps < 1 || batch < 1 || threads < 0) {
         fprintf(stderr, "usage: bench_score --bundle DIR --requests FILE.jsonl [--reps R] "
-                        "[--label NAME] [--executor instant|sim[:...]] [--batch N]\n");
+                        "[--label NAME] [--executor instant|sim[:...]] [--batch N] "
+                        "[--threads T]\n");
         return 2;
     }
     vw_synthetic_opts synth;
@@ -249,5 +260,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_score: %s\n", err.msg);
         return 2;
     }
-    return run(bundle, requests, reps, batch, label, executor ? &synth : NULL);
+    timed_ctx tc = {.synth = executor ? &synth : NULL, .threads = (unsigned)threads};
+    return run(bundle, requests, reps, batch, label, &tc);
 }

@@ -81,7 +81,7 @@ done <bench/ceiling_mix.txt >"$mix"
 
 shape=ceiling
 [[ -n $device ]] && shape=$size
-bundle=${VW_CEILING_BUNDLE:-/tmp/vw-ceiling-$shape}
+bundle=$(realpath -m "${VW_CEILING_BUNDLE:-/tmp/vw-ceiling-$shape}") # the config is in a temporary directory
 "$build/bench_bundle" --shape "$shape" --out "$bundle" >&2
 
 "$bin" broker --topics requests:8,results:8,requests.dlq:1 --bootstrap-file "$work/bootstrap" \

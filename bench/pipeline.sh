@@ -184,7 +184,7 @@ echo "pipe:   $lp"
 #    (mid rate as above); latency: MODEL_M at MODEL_RATE/s, open loop.
 MODEL_N=${BENCH_MODEL_N:-60} MODEL_M=${BENCH_MODEL_M:-40} MODEL_RATE=${BENCH_MODEL_RATE:-2}
 req=$(tr -d '\n' <fixtures/requests/blog_quickstart.json)
-sed -e 's/model: {device: test-echo}/model: {bundle: fixtures\/tiny-vela, device: cpu}/' \
+sed -e "s|model: {device: test-echo}|model: {bundle: \"$PWD/fixtures/tiny-vela\", device: cpu}|" \
   -e 's/max_in_flight: [0-9]*/max_in_flight: 1024/' "$tmp/worker.yaml" >"$tmp/model.yaml"
 model_run() { # IN OUT COUNT RATE
   VELA_KAFKA_GROUP_ID=g$1 VELA_TOPICS_INPUT=$1 VELA_TOPICS_RESULTS=$2 \

@@ -48,8 +48,8 @@ EOF
 # run LABEL BUNDLE REQUESTS REPS: both implementations, JSON lines into $tmp/LABEL.*
 run() {
   local label=$1 dir=$2 reqs=$3 r=$4
-  echo "== $label: C engine (OpenBLAS, $threads threads)"
-  OPENBLAS_NUM_THREADS=$threads "$bin" --bundle "$dir" --requests "$reqs" --reps "$r" \
+  echo "== $label: C engine ($threads pool threads, single-threaded OpenBLAS)"
+  "$bin" --bundle "$dir" --requests "$reqs" --reps "$r" --threads "$threads" \
     --label "$label" | tee "$tmp/$label.c"
   echo "== $label: Python reference (torch $threads threads)"
   OMP_NUM_THREADS=$threads "$py" tools/make_answer_goldens.py --bench --bundle "$dir" \

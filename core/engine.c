@@ -13,6 +13,7 @@
 
 #include "answers/answers.h"
 #include "answers/readout.h"
+#include "model/bundle_sense.h"
 #include "model/backbone_cpu.h"
 #include "answers/calibration.h"
 #include "answers/envelope.h"
@@ -78,6 +79,18 @@ static void set_model_name(vw_engine *e, const char *dir) {
     snprintf(e->model, sizeof e->model, "%s@%.12s", name, vw_bundle_content_sha256(e->bundle));
 }
 
+/* Every id the tokenizer can give must be a row of the embedding: an id past
+ * vocab_size passed verify and failed requests later ("bad_tree"). */
+static vw_status check_vocab(const vw_engine *e, vw_err *err) {
+    int32_t ids = vw_tok_vocab_size(e->tok), rows = vw_bundle_backbone_config(e->bundle)->vocab;
+    if (ids <= rows)
+        return VW_OK;
+    return VW_FAIL(err, VW_EINVAL, "bad_tokenizer",
+                   "tokenizer.json holds id %d, past backbone_config.vocab_size %d (the "
+                   "embedding's rows)",
+                   (int)ids - 1, (int)rows);
+}
+
 vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine **out,
                          vw_err *err) {
     *out = NULL;
@@ -96,14 +109,20 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
     if (st == VW_OK)
         st = vw_tok_load_json(tok_json, tok_len, &e->tok, err);
     if (st == VW_OK)
+        st = vw_tok_check_patterns(e->tok, err); /* a bundle's: vetted splits only */
+    if (st == VW_OK)
+        st = check_vocab(e, err);
+    if (st == VW_OK)
+        st = vw_bundle_sense_config(e->bundle, err);
+    if (st == VW_OK)
         st = admit_cfg_of(e->bundle, &e->acfg, err);
     if (st == VW_OK && opts)
-        e->acfg->max_request_tokens = opts->max_request_tokens;
+        vw_admit_cfg_set_max_tokens(e->acfg, opts->max_request_tokens);
     if (st == VW_OK)
         st = vw_renderer_new(e->acfg, vw_encoder_tok(e->tok), &e->rend, err);
     if (st == VW_OK)
         st = vw_cal_from_json(vw_bundle_calibration(e->bundle), &e->cal, err);
-    e->tensors.bundle = e->bundle;
+    vw_head_tensors_init(&e->tensors, e->bundle);
     if (st == VW_OK)
         st = vw_cand_head_init(&e->heads.cand, vw_head_tensors_lookup, &e->tensors,
                                VW_HEAD_CAND_PREFIX, err);
@@ -119,14 +138,17 @@ vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine 
         int nc = opts ? opts->noul_calibration : -1;
         e->heads.noul_calibration = nc < 0 ? vw_cal_noul_default(e->cal) : nc != 0;
         set_model_name(e, dir);
+        st = vw_bundle_sense_weights(
+            e->bundle, opts && opts->scan_weights_full ? VW_SCAN_FULL : VW_SCAN_SAMPLE, err);
+    }
+    if (st == VW_OK) {
         if (opts && opts->make_executor)
             st = opts->make_executor(e->bundle, opts->make_ctx, &e->ex, err);
         else
             st = vw_backbone_cpu_new(e->bundle, &e->ex, err);
     }
     if (st == VW_OK) {
-        e->ex->cancelled = engine_cancelled;
-        e->ex->cancel_ctx = e;
+        vw_executor_set_cancel(e->ex, engine_cancelled, e);
         e->heads.cal = e->cal;
         e->heads.hidden = e->ex->hidden;
     }

@@ -50,10 +50,14 @@ typedef struct vw_engine_opts {
     int noul_calibration;        /* -1: calibration.json's default; 0 off; 1 on */
     int64_t max_request_tokens;  /* plans running more model tokens: 413 (Decision 9); 0: none */
     const char *manifest_sha256; /* the anchor of bundle.h vw_bundle_open_anchored; NULL: none */
+    int scan_weights_full;       /* 1: every weight read for sense (bundle verify); 0: sampled */
 } vw_engine_opts;
 
-/* Opens and verifies the package in dir (bundle.h), loads its tokenizer,
- * calibration, heads and the executor. opts may be NULL (defaults). */
+/* Opens and verifies the package in dir (bundle.h), checks it for sense
+ * (model/bundle_sense.h: config keys, weights sampled or in full; the
+ * tokenizer's split patterns vetted and its ids within the backbone's
+ * vocab_size), loads its tokenizer, calibration, heads and the executor.
+ * opts may be NULL (defaults). */
 vw_status vw_engine_open(const char *dir, const vw_engine_opts *opts, vw_engine **out, vw_err *err);
 void vw_engine_free(vw_engine *e);
 

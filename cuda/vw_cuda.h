@@ -1,7 +1,7 @@
 /* vw_cuda.h — what the host side may ask of the CUDA build: which devices
  * CUDA sees, what one of them is and how much memory it has free, and how
  * many bytes a backbone's weights take on a device (worker/service/device.c
- * checks a bundle fits before it loads it; docs/worker.md "GPU deployment").
+ * checks a bundle fits before it loads it; docs/operations.md "GPU deployment").
  * Included from C (worker/, tests/, bench/) and CUDA (cuda/).
  * Thread-safety: reads only, except that vw_cuda_device_query makes the device
  * it measures free memory on current for the call (and restores the

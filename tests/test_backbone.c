@@ -7,6 +7,8 @@
  *    (<= 1e-4, FP32 noise, see the test), prefix rows equal the prefix alone
  *    bit for bit, and changing one block leaves the other blocks' rows
  *    bit-identical;
+ *  - threads: the same bits for any size of the executor's pool (1, 2, 3, 7
+ *    threads on the tiny bundle; 3 against the default on the 4B slice);
  *  - delta rule: the chunked form equals the token recurrence (<= 1e-5)
  *    across chunk boundaries, with and without an initial state;
  *  - real widths: the 4B and 9B slices (core/model/random_bundle.h, written
@@ -27,6 +29,7 @@
 #include "model/backbone_cpu.h"
 #include "model/bundle.h"
 #include "model/delta_rule.h"
+#include "util/pool.h"
 #include "vw_test.h"
 
 #define GOLD_HINT "HINT: regenerate with .venv/bin/python tools/make_backbone_goldens.py"
@@ -145,8 +148,10 @@ static char *listed_weights_sha256(const char *dir) {
 /* The slice's goldens (tools/make_slice_goldens.py): each case's ids run as one
  * sequence with the recorded rows as readouts, compared within 1e-4 as the
  * tiny bundle's (|ref| up to ~4.8 here). The golden's package must be the one
- * the writer makes today: its weights' digest is checked first. */
-static void slice_matches_goldens(const char *shape, const char *golden) {
+ * the writer makes today: its weights' digest is checked first. With
+ * other_threads, a second executor of that many threads must give the same
+ * bits (real widths: many GEMM tiles, two delta-rule value slices). */
+static void slice_matches_goldens(const char *shape, const char *golden, unsigned other_threads) {
     char *side_path = vw_test_path("fixtures/backbone/slices.json");
     json_t *side = json_load_file(side_path, 0, NULL);
     const json_t *entry = json_object_get(json_object_get(side, "slices"), shape);
@@ -161,6 +166,10 @@ static void slice_matches_goldens(const char *shape, const char *golden) {
               "%s: the writer's weights (%s) are not the goldens' (%s). " SLICE_HINT, shape,
               got_sha ? got_sha : "?", want_sha);
     cr_assert_eq(vw_backbone_cpu_new(bundle, &ex, &err), VW_OK, "%s", err.msg);
+    vw_executor *other = NULL;
+    if (other_threads)
+        cr_assert_eq(vw_backbone_cpu_new_threads(bundle, other_threads, &other, &err), VW_OK, "%s",
+                     err.msg);
     size_t len = 0;
     uint32_t n, H = (uint32_t)ex->hidden;
     unsigned char *g = read_goldens(golden, "VWSLGLD1", SLICE_HINT, &len, &n);
@@ -189,8 +198,15 @@ static void slice_matches_goldens(const char *shape, const char *golden) {
         cr_expect(maxd <= 1e-4,
                   "%s T=%u: max|diff| %.3g at row %d col %zu (got %.7g want %.7g). " SLICE_HINT,
                   shape, T, maxd, ro[at / H], at % H, got[at], want[at]);
+        if (other) {
+            cr_assert_eq(vw_executor_forward(other, &tr, 1, want, &err), VW_OK, "%s", err.msg);
+            cr_expect_eq(memcmp(got, want, (size_t)R * H * sizeof *got), 0,
+                         "%s T=%u: %u threads and %u threads differ", shape, T,
+                         vw_backbone_cpu_threads(ex), other_threads);
+        }
         free(ids), free(ro), free(want), free(got);
     }
+    vw_executor_free(other);
     free(g);
     free(got_sha);
     free(dir);
@@ -199,11 +215,11 @@ static void slice_matches_goldens(const char *shape, const char *golden) {
 }
 
 Test(backbone, slice_4b_matches_transformers_goldens, .fini = teardown) {
-    slice_matches_goldens("4b-slice", "fixtures/backbone/slice-4b.bin");
+    slice_matches_goldens("4b-slice", "fixtures/backbone/slice-4b.bin", 3);
 }
 
 Test(backbone, slice_9b_matches_transformers_goldens, .fini = teardown) {
-    slice_matches_goldens("9b-slice", "fixtures/backbone/slice-9b.bin");
+    slice_matches_goldens("9b-slice", "fixtures/backbone/slice-9b.bin", 0);
 }
 
 /* ---- tree semantics ------------------------------------------------------ */
@@ -361,6 +377,41 @@ Test(backbone, batch_of_trees_equals_trees_alone, .init = setup, .fini = teardow
     free(rb);
     free(a);
     free(b);
+}
+
+/* The pool splits every stage into tasks, but no sum depends on how: a tree
+ * of every kind of segment gives the same bits with 1, 2, 3 and 7 threads
+ * (more threads than this machine's cores included). */
+Test(backbone, same_bits_for_any_thread_count, .init = setup, .fini = teardown) {
+    const size_t nb[NB] = {3, 70, 120};
+    tree_case *c = calloc(1, sizeof *c);
+    make_tree(c, 300, nb);
+    size_t n = vw_trees_readout_count(&c->tr, 1) * ex->hidden;
+    float *want = NULL;
+    static const unsigned threads[] = {1, 2, 3, 7};
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+        vw_executor *e = NULL;
+        vw_err err = {0};
+        cr_assert_eq(vw_backbone_cpu_new_threads(bundle, threads[i], &e, &err), VW_OK, "%s",
+                     err.msg);
+        cr_assert_eq(vw_backbone_cpu_threads(e), threads[i]);
+        float *rows = malloc(n * sizeof *rows);
+        cr_assert_eq(vw_executor_forward(e, &c->tr, 1, rows, &err), VW_OK, "%s", err.msg);
+        if (!want)
+            want = rows;
+        else {
+            cr_expect_eq(memcmp(rows, want, n * sizeof *rows), 0, "%u threads differ from 1",
+                         threads[i]);
+            free(rows);
+        }
+        vw_executor_free(e);
+    }
+    vw_err err = {0};
+    vw_executor *e = NULL;
+    cr_expect_eq(vw_backbone_cpu_new_threads(bundle, VW_POOL_MAX_THREADS + 1, &e, &err), VW_EINVAL);
+    cr_expect_str_eq(err.type, "bad_threads");
+    free(want);
+    free(c);
 }
 
 Test(backbone, refuses_bad_trees, .init = setup, .fini = teardown) {

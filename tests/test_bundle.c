@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "model/bundle.h"
+#include "model/bundle_files.h"
+#include "tokenizer/tokenizer.h"
 #include "util/sha256.h"
+#include "bundle_edit.h"
 #include "vw_test.h"
 
 #define HINT "(fixture: regenerate with tools/make_tiny_bundle.py)"
@@ -26,114 +29,11 @@ static char *tiny_dir(void) {
     return vw_test_path("fixtures/tiny-vela");
 }
 
-static void write_file(const char *path, const void *p, size_t n) {
-    FILE *f = fopen(path, "wb");
-    cr_assert(f, "cannot write %s", path);
-    cr_assert_eq(fwrite(p, 1, n, f), n);
-    fclose(f);
-}
-
-/* Copies the tiny bundle into a fresh temp dir; returns it (malloc'd). */
+/* Copies the tiny bundle into a fresh temp dir (vw_be_remove). */
 static char *copy_bundle(void) {
-    char tmpl[] = "/tmp/vw_bundle_XXXXXX";
-    cr_assert(mkdtemp(tmpl));
-    char *src = tiny_dir();
-    DIR *d = opendir(src);
-    cr_assert(d, "%s missing " HINT, src);
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char from[1024], to[1024];
-        snprintf(from, sizeof from, "%s/%s", src, de->d_name);
-        snprintf(to, sizeof to, "%s/%s", tmpl, de->d_name);
-        size_t n = 0;
-        char *buf = vw_test_read_file(from, &n);
-        cr_assert(buf, "cannot read %s", from);
-        write_file(to, buf, n);
-        free(buf);
-    }
-    closedir(d);
+    char *src = tiny_dir(), *dir = vw_be_copy(src);
     free(src);
-    return strdup(tmpl);
-}
-
-static void remove_tree(char *dir) {
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        unlink(p);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-    free(dir);
-}
-
-static char *path_in(const char *dir, const char *name) {
-    char *p = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(p, "%s/%s", dir, name);
-    return p;
-}
-
-/* Replaces the first occurrence of `from` (after `after`, when given) by `to`
- * (same length) inside the file. */
-static void patch(const char *dir, const char *name, const char *after, const char *from,
-                  const char *to) {
-    cr_assert_eq(strlen(from), strlen(to));
-    char *p = path_in(dir, name);
-    size_t n = 0;
-    char *buf = vw_test_read_file(p, &n);
-    cr_assert(buf);
-    char *start = after ? memmem(buf, n, after, strlen(after)) : buf;
-    cr_assert(start, "'%s' not in %s", after, name);
-    char *hit = memmem(start, n - (size_t)(start - buf), from, strlen(from));
-    cr_assert(hit, "'%s' not in %s", from, name);
-    memcpy(hit, to, strlen(to));
-    write_file(p, buf, n);
-    free(buf);
-    free(p);
-}
-
-/* Rewrites MODEL_MANIFEST.json and SHA256SUMS so digests match the damaged
- * files: the refusal must then come from the check under test. A file named
- * sums_only (may be NULL) leaves the manifest and stays in SHA256SUMS. */
-static void rehash_except(const char *dir, const char *sums_only) {
-    char *mp = path_in(dir, "MODEL_MANIFEST.json");
-    json_t *man = json_load_file(mp, 0, NULL);
-    cr_assert(man);
-    json_t *files = json_object_get(man, "files_sha256"), *all = json_object();
-    const char *key;
-    json_t *v;
-    char hex[VW_SHA256_HEX];
-    json_object_foreach(files, key, v) {
-        char *p = path_in(dir, key);
-        cr_assert_eq(vw_sha256_file(p, hex, NULL), VW_OK);
-        json_object_set_new(all, key, json_string(hex));
-        free(p);
-    }
-    json_object_update(files, all);
-    if (sums_only)
-        cr_assert_eq(json_object_del(files, sums_only), 0);
-    cr_assert_eq(json_dump_file(man, mp, JSON_INDENT(2) | JSON_SORT_KEYS), 0);
-    char *sp = path_in(dir, "SHA256SUMS");
-    FILE *f = fopen(sp, "w");
-    json_object_foreach(all, key, v) fprintf(f, "%s  %s\n", json_string_value(v), key);
-    cr_assert_eq(vw_sha256_file(mp, hex, NULL), VW_OK);
-    fprintf(f, "%s  MODEL_MANIFEST.json\n", hex);
-    fclose(f);
-    json_decref(all);
-    json_decref(man);
-    free(mp);
-    free(sp);
-}
-
-static void rehash(const char *dir) {
-    rehash_except(dir, NULL);
+    return dir;
 }
 
 /* Opens dir, expects failure with status st and type, and msg containing
@@ -217,22 +117,22 @@ Test(bundle, opens_tiny_release_layout) {
 
 Test(bundle, refuses_flipped_byte) {
     char *dir = copy_bundle();
-    char *p = path_in(dir, "model-00002-of-00002.safetensors");
+    char *p = vw_be_path(dir, "model-00002-of-00002.safetensors");
     size_t n = 0;
     char *buf = vw_test_read_file(p, &n);
     buf[n / 2] ^= 0x01;
-    write_file(p, buf, n);
+    vw_be_write(p, buf, n);
     expect_refusal(dir, VW_EINTEGRITY, "checksum_mismatch", "model-00002-of-00002.safetensors");
     free(buf);
     free(p);
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_flipped_byte_in_json) {
     char *dir = copy_bundle();
-    patch(dir, "calibration.json", NULL, "1.3786", "1.3787");
+    vw_be_patch(dir, "calibration.json", NULL, "1.3786", "1.3787");
     expect_refusal(dir, VW_EINTEGRITY, "checksum_mismatch", "calibration.json");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 /* The small JSON files are hashed from the bytes the bundle keeps and uses:
@@ -247,11 +147,11 @@ Test(bundle, keeps_the_verified_json_bytes) {
     const char *bytes[2] = {vw_bundle_config_json(b, &len[0]),
                             vw_bundle_calibration_json(b, &len[1])};
     for (int i = 0; i < 2; i++) {
-        char *p = path_in(dir, names[i]);
+        char *p = vw_be_path(dir, names[i]);
         size_t n = 0;
         char *disk = vw_test_read_file(p, &n);
         cr_assert(n == len[i] && !memcmp(disk, bytes[i], n), "%s: the bytes on disk", names[i]);
-        write_file(p, "{}", 2); /* replaced after opening */
+        vw_be_write(p, "{}", 2); /* replaced after opening */
         free(disk);
         free(p);
     }
@@ -260,40 +160,40 @@ Test(bundle, keeps_the_verified_json_bytes) {
     cr_assert_str_eq(hex, vw_bundle_config_sha256(b), "config.json: still the verified bytes");
     cr_assert_gt(len[1], 2, "calibration.json: still the verified bytes");
     vw_bundle_free(b);
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_missing_shard) {
     char *dir = copy_bundle();
-    char *p = path_in(dir, "model-00001-of-00002.safetensors");
+    char *p = vw_be_path(dir, "model-00001-of-00002.safetensors");
     unlink(p);
     expect_refusal(dir, VW_EIO, "missing_file", "model-00001-of-00002.safetensors");
     free(p);
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_wrong_dtype) {
     char *dir = copy_bundle();
     /* Same byte count (2-byte ints), so only the dtype check can object. */
-    patch(dir, "model-00001-of-00002.safetensors", "\"backbone.layers.1.mlp.up_proj.weight\"",
-          "\"dtype\":\"BF16\"", "\"dtype\": \"I16\"");
-    rehash(dir);
+    vw_be_patch(dir, "model-00001-of-00002.safetensors", "\"backbone.layers.1.mlp.up_proj.weight\"",
+                "\"dtype\":\"BF16\"", "\"dtype\": \"I16\"");
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "bad_dtype", "backbone.layers.1.mlp.up_proj.weight");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_wrong_shape) {
     char *dir = copy_bundle();
     /* [224,64] -> [64,224]: same element count, transposed shape. */
-    patch(dir, "model-00001-of-00002.safetensors", "\"backbone.layers.0.mlp.gate_proj.weight\"",
-          "[224,64]", "[64,224]");
-    rehash(dir);
+    vw_be_patch(dir, "model-00001-of-00002.safetensors",
+                "\"backbone.layers.0.mlp.gate_proj.weight\"", "[224,64]", "[64,224]");
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "bad_shape", "backbone.layers.0.mlp.gate_proj.weight");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 static void set_header_len(const char *dir, const char *name, long delta) {
-    char *p = path_in(dir, name);
+    char *p = vw_be_path(dir, name);
     size_t n = 0;
     unsigned char *buf = (unsigned char *)vw_test_read_file(p, &n);
     uint64_t h = 0;
@@ -302,7 +202,7 @@ static void set_header_len(const char *dir, const char *name, long delta) {
     h = (uint64_t)((long)h + delta);
     for (int i = 0; i < 8; i++)
         buf[i] = (unsigned char)(h >> (8 * i));
-    write_file(p, buf, n);
+    vw_be_write(p, buf, n);
     free(buf);
     free(p);
 }
@@ -310,35 +210,35 @@ static void set_header_len(const char *dir, const char *name, long delta) {
 Test(bundle, refuses_header_longer_than_file) {
     char *dir = copy_bundle();
     set_header_len(dir, "broad_head.safetensors", 1L << 30);
-    rehash(dir);
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "bad_safetensors", "broad_head.safetensors");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_header_shorter_than_its_json) {
     char *dir = copy_bundle();
     set_header_len(dir, "model-00002-of-00002.safetensors", -9);
-    rehash(dir);
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "bad_safetensors", "model-00002-of-00002.safetensors");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_symlink_out_of_directory) {
     char *dir = copy_bundle();
     char *outside = copy_bundle(); /* same bytes, so the digest still matches */
-    char *p = path_in(dir, "tokenizer.json"), *target = path_in(outside, "tokenizer.json");
+    char *p = vw_be_path(dir, "tokenizer.json"), *target = vw_be_path(outside, "tokenizer.json");
     unlink(p);
     cr_assert_eq(symlink(target, p), 0);
     expect_refusal(dir, VW_EINVAL, "path_escape", "tokenizer.json");
     free(p);
     free(target);
-    remove_tree(outside);
-    remove_tree(dir);
+    vw_be_remove(outside);
+    vw_be_remove(dir);
 }
 
 Test(bundle, accepts_symlink_inside_directory) {
     char *dir = copy_bundle();
-    char *p = path_in(dir, "tokenizer.json"), *moved = path_in(dir, "tok-real.json");
+    char *p = vw_be_path(dir, "tokenizer.json"), *moved = vw_be_path(dir, "tok-real.json");
     cr_assert_eq(rename(p, moved), 0);
     cr_assert_eq(symlink("tok-real.json", p), 0);
     vw_bundle *b = NULL;
@@ -347,52 +247,53 @@ Test(bundle, accepts_symlink_inside_directory) {
     vw_bundle_free(b);
     free(p);
     free(moved);
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_missing_backbone_tensor) {
     char *dir = copy_bundle();
     const char *from = "backbone.layers.5.mlp.up_proj.weight",
                *to = "backbone.layers.5.mlp.up_pro_.weight";
-    patch(dir, "model-00002-of-00002.safetensors", NULL, from, to);
-    patch(dir, "model.safetensors.index.json", NULL, from, to);
-    rehash(dir);
+    vw_be_patch(dir, "model-00002-of-00002.safetensors", NULL, from, to);
+    vw_be_patch(dir, "model.safetensors.index.json", NULL, from, to);
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "missing_tensor", from);
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_unknown_tensor) {
     char *dir = copy_bundle();
-    patch(dir, "model-00002-of-00002.safetensors", NULL, "\"span2.o.bias\"", "\"span2.x.bias\"");
-    patch(dir, "model.safetensors.index.json", NULL, "\"span2.o.bias\"", "\"span2.x.bias\"");
-    rehash(dir);
+    vw_be_patch(dir, "model-00002-of-00002.safetensors", NULL, "\"span2.o.bias\"",
+                "\"span2.x.bias\"");
+    vw_be_patch(dir, "model.safetensors.index.json", NULL, "\"span2.o.bias\"", "\"span2.x.bias\"");
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "unknown_tensor", "span2.x.bias");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_tensor_missing_from_index) {
     char *dir = copy_bundle();
-    patch(dir, "model.safetensors.index.json", NULL, "\"span2.o.bias\"", "\"span2.x.bias\"");
-    rehash(dir);
+    vw_be_patch(dir, "model.safetensors.index.json", NULL, "\"span2.o.bias\"", "\"span2.x.bias\"");
+    vw_be_rehash(dir);
     expect_refusal(dir, VW_EINVAL, "missing_tensor", "span2.x.bias");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_unlisted_file) {
     char *dir = copy_bundle();
     /* Drop broad_head from both digest lists: it is read, so it must be listed. */
-    patch(dir, "MODEL_MANIFEST.json", NULL, "\"broad_head.safetensors\"",
-          "\"broad_head.safetensorz\"");
-    patch(dir, "SHA256SUMS", NULL, "broad_head.safetensors", "broad_head.safetensorz");
+    vw_be_patch(dir, "MODEL_MANIFEST.json", NULL, "\"broad_head.safetensors\"",
+                "\"broad_head.safetensorz\"");
+    vw_be_patch(dir, "SHA256SUMS", NULL, "broad_head.safetensors", "broad_head.safetensorz");
     expect_refusal(dir, VW_EINTEGRITY, "unlisted_file", "broad_head.safetensors");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 Test(bundle, refuses_listed_file_that_is_missing) {
     char *dir = copy_bundle();
-    patch(dir, "MODEL_MANIFEST.json", NULL, "\"calibration.json\"", "\"calibration.jsoN\"");
+    vw_be_patch(dir, "MODEL_MANIFEST.json", NULL, "\"calibration.json\"", "\"calibration.jsoN\"");
     expect_refusal(dir, VW_EIO, "missing_file", "calibration.jsoN");
-    remove_tree(dir);
+    vw_be_remove(dir);
 }
 
 /* ---- identity (docs/backbone.md "Revision") ---------------------------------- */
@@ -413,7 +314,7 @@ static int cmp_str(const void *a, const void *b) {
 /* The rule of docs/backbone.md written out: SHA-256 of the name-sorted lines
  * "<sha256>  <name>\n" of the manifest's files_sha256, without the manifest. */
 static void rule_digest(const char *dir, char out[VW_SHA256_HEX]) {
-    char *mp = path_in(dir, "MODEL_MANIFEST.json");
+    char *mp = vw_be_path(dir, "MODEL_MANIFEST.json");
     json_t *man = json_load_file(mp, 0, NULL);
     cr_assert(man);
     json_t *files = json_object_get(man, "files_sha256");
@@ -444,31 +345,31 @@ Test(bundle, revision_covers_every_file) {
     /* An unchanged copy, its lists rewritten (another manifest layout, the
      * manifest's own digest in SHA256SUMS): the same identity. */
     char *dir = copy_bundle();
-    rehash(dir);
+    vw_be_rehash(dir);
     content_of(dir, got);
     cr_assert_str_eq(got, orig, "an unchanged copy keeps the identity");
     /* A file named by SHA256SUMS only still counts, once. */
-    rehash_except(dir, "tokenizer.json");
+    vw_be_rehash_except(dir, "tokenizer.json");
     content_of(dir, got);
     cr_assert_str_eq(got, orig, "which list names a file does not count");
-    remove_tree(dir);
+    vw_be_remove(dir);
 
     /* One weight byte changed and the lists rewritten: the bundle loads, as
      * another model. */
     dir = copy_bundle();
-    char *p = path_in(dir, "model-00001-of-00002.safetensors");
+    char *p = vw_be_path(dir, "model-00001-of-00002.safetensors");
     size_t n = 0;
     char *buf = vw_test_read_file(p, &n);
     buf[n - 1] ^= 0x01; /* the last byte: tensor data, not the header */
-    write_file(p, buf, n);
-    rehash(dir);
+    vw_be_write(p, buf, n);
+    vw_be_rehash(dir);
     content_of(dir, got);
     cr_assert_str_neq(got, orig, "a changed weight is another revision");
     rule_digest(dir, want);
     cr_assert_str_eq(got, want);
     free(buf);
     free(p);
-    remove_tree(dir);
+    vw_be_remove(dir);
 
     /* The same for a head file, the tokenizer, the calibration and the config
      * (the two parsed JSON files patched so that they still parse). */
@@ -478,20 +379,20 @@ Test(bundle, revision_covers_every_file) {
                                {"config.json", "random-tiny", "random-tinY"}};
     for (size_t i = 0; i < 4; i++) {
         dir = copy_bundle();
-        p = path_in(dir, others[i][0]);
+        p = vw_be_path(dir, others[i][0]);
         if (others[i][1]) {
-            patch(dir, others[i][0], NULL, others[i][1], others[i][2]);
+            vw_be_patch(dir, others[i][0], NULL, others[i][1], others[i][2]);
         } else {
             buf = vw_test_read_file(p, &n);
             buf[n - 1] ^= 0x01;
-            write_file(p, buf, n);
+            vw_be_write(p, buf, n);
             free(buf);
         }
-        rehash(dir);
+        vw_be_rehash(dir);
         content_of(dir, got);
         cr_assert_str_neq(got, orig, "%s changed: another revision", others[i][0]);
         free(p);
-        remove_tree(dir);
+        vw_be_remove(dir);
     }
     free(tiny);
 }
@@ -516,7 +417,7 @@ static vw_status open_anchored(const char *dir, const char *anchor, vw_err *err,
 Test(bundle, manifest_anchor_refuses_a_rewritten_bundle) {
     char *tiny = tiny_dir(), anchor[VW_SHA256_HEX], upper[VW_SHA256_HEX];
     char orig[VW_SHA256_HEX], got[VW_SHA256_HEX];
-    char *mp = path_in(tiny, "MODEL_MANIFEST.json");
+    char *mp = vw_be_path(tiny, "MODEL_MANIFEST.json");
     cr_assert_eq(vw_sha256_file(mp, anchor, NULL), VW_OK);
     vw_bundle *b = NULL;
     vw_err err = {0};
@@ -532,18 +433,18 @@ Test(bundle, manifest_anchor_refuses_a_rewritten_bundle) {
     cr_assert_str_eq(err.type, "bad_anchor");
 
     char *dir = copy_bundle();
-    char *p = path_in(dir, "model-00001-of-00002.safetensors");
+    char *p = vw_be_path(dir, "model-00001-of-00002.safetensors");
     size_t n = 0;
     char *buf = vw_test_read_file(p, &n);
     buf[n - 1] ^= 0x01; /* tensor data */
-    write_file(p, buf, n);
-    rehash(dir);
+    vw_be_write(p, buf, n);
+    vw_be_rehash(dir);
     cr_assert_eq(open_anchored(dir, NULL, &err, got), VW_OK, "no anchor: %s", err.msg);
     cr_assert_str_neq(got, orig, "accepted without the anchor, as another revision");
     cr_assert_eq(open_anchored(dir, anchor, &err, NULL), VW_EINTEGRITY);
     cr_assert_str_eq(err.type, "manifest_mismatch");
     char now[VW_SHA256_HEX];
-    char *dmp = path_in(dir, "MODEL_MANIFEST.json");
+    char *dmp = vw_be_path(dir, "MODEL_MANIFEST.json");
     cr_assert_eq(vw_sha256_file(dmp, now, NULL), VW_OK);
     cr_assert(strstr(err.msg, anchor) && strstr(err.msg, now) &&
                   strstr(err.msg, "MODEL_MANIFEST.json"),
@@ -554,7 +455,7 @@ Test(bundle, manifest_anchor_refuses_a_rewritten_bundle) {
     free(dmp);
     free(buf);
     free(p);
-    remove_tree(dir);
+    vw_be_remove(dir);
     free(mp);
     free(tiny);
 }
@@ -564,8 +465,8 @@ Test(bundle, manifest_anchor_refuses_a_rewritten_bundle) {
  * (and accepted without the anchor, as before). */
 Test(bundle, manifest_anchor_needs_every_read_file_in_the_manifest) {
     char *dir = copy_bundle(), anchor[VW_SHA256_HEX];
-    rehash_except(dir, "tokenizer.json");
-    char *mp = path_in(dir, "MODEL_MANIFEST.json");
+    vw_be_rehash_except(dir, "tokenizer.json");
+    char *mp = vw_be_path(dir, "MODEL_MANIFEST.json");
     cr_assert_eq(vw_sha256_file(mp, anchor, NULL), VW_OK);
     vw_err err;
     cr_assert_eq(open_anchored(dir, NULL, &err, NULL), VW_OK, "%s", err.msg);
@@ -573,5 +474,48 @@ Test(bundle, manifest_anchor_needs_every_read_file_in_the_manifest) {
     cr_assert_str_eq(err.type, "unlisted_file");
     cr_assert(strstr(err.msg, "tokenizer.json") && strstr(err.msg, "anchored"), "%s", err.msg);
     free(mp);
-    remove_tree(dir);
+    vw_be_remove(dir);
+}
+
+/* Pads dir/name to `size` bytes with trailing spaces (still valid JSON). */
+static void pad_to(const char *dir, const char *name, size_t size) {
+    char *p = vw_be_path(dir, name);
+    size_t n = 0;
+    char *buf = vw_test_read_file(p, &n);
+    cr_assert(buf && n <= size);
+    char *big = realloc(buf, size);
+    cr_assert(big);
+    memset(big + n, ' ', size - n);
+    vw_be_write(p, big, size);
+    free(big);
+    free(p);
+}
+
+/* Issue 35 finding 4: a 100 MB tokenizer.json passed bundle verify and took
+ * 3.2 GB. Every file the bundle reads whole is refused past its bound before
+ * it is read (tokenizer.json VW_TOK_MAX_JSON_BYTES, the JSON files
+ * VW_BUNDLE_MAX_JSON_BYTES), its digests matching; at the bound it opens. */
+Test(bundle, refuses_files_past_their_size_bound) {
+    static const struct {
+        const char *name;
+        size_t max;
+    } files[] = {{"tokenizer.json", VW_TOK_MAX_JSON_BYTES},
+                 {"calibration.json", VW_BUNDLE_MAX_JSON_BYTES},
+                 {"config.json", VW_BUNDLE_MAX_JSON_BYTES},
+                 {"model.safetensors.index.json", VW_BUNDLE_MAX_JSON_BYTES}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *dir = copy_bundle();
+        pad_to(dir, files[i].name, files[i].max + 1);
+        vw_be_rehash(dir);
+        expect_refusal(dir, VW_EINVAL, "file_too_large", files[i].name);
+        vw_be_remove(dir);
+    }
+    char *dir = copy_bundle();
+    pad_to(dir, "tokenizer.json", VW_TOK_MAX_JSON_BYTES);
+    vw_be_rehash(dir);
+    vw_bundle *b = NULL;
+    vw_err err = {0};
+    cr_expect_eq(vw_bundle_open(dir, &b, &err), VW_OK, "%s", err.msg);
+    vw_bundle_free(b);
+    vw_be_remove(dir);
 }

@@ -3,7 +3,7 @@
  * line, a blank line the worker's answer to an empty value (docs/contract.md
  * Decision 10); a request over limits.max_request_bytes (1 MiB by default,
  * --max-request-bytes N) gets the worker's 413 — the bytes of
- * worker/admit_record.c vw_admit_check for a record that size — at the
+ * worker/record_in.c vw_record_in_check for a record that size — at the
  * boundary exactly, without the input being held (peak RSS below its size).
  * The envelopes themselves are test_engine's. */
 #include <criterion/criterion.h>
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "admit_record.h"
+#include "record_in.h"
 #include "service/config.h"
 #include "vw_test.h"
 
@@ -62,7 +62,7 @@ static char *worker_answer(const char *value, size_t value_len, int64_t max) {
     vw_record rec = {.value = value, .value_len = value_len};
     vw_result res = {0};
     bool rejected = false;
-    cr_assert_eq(vw_admit_check(&rec, max, &rejected, &res, NULL), VW_OK);
+    cr_assert_eq(vw_record_in_check(&rec, max, &rejected, &res, NULL), VW_OK);
     char *out = rejected ? strndup(res.value, res.value_len) : NULL;
     vw_result_clear(&res);
     return out;

@@ -129,7 +129,6 @@ Test(config, env_overrides) {
                     "VELA_METRICS_LISTEN=0.0.0.0:1",
                     "VELA_LOG_LEVEL=warn",
                     "VELA_SHUTDOWN_GRACE_MS=7",
-                    "VELA_UNRELATED_THING=ignored",
                     "PATH=/bin",
                     NULL};
     vw_config *cfg = parse_ok(minimal, envp);
@@ -164,7 +163,9 @@ Test(config, env_errors_name_the_variable) {
     char *unknown[] = {"VELA_BATCHING_MAX_TOKEN=5", NULL};
     parse_bad(minimal, unknown, "VELA_BATCHING_MAX_TOKEN (environment): unknown key");
     char *bad_prop[] = {"VELA_KAFKA_NO_SUCH_PROPERTY=1", NULL};
-    parse_bad(minimal, bad_prop, "kafka.no.such.property");
+    parse_bad(minimal, bad_prop,
+              "VELA_KAFKA_NO_SUCH_PROPERTY (environment): No such "
+              "configuration property");
 }
 
 Test(config, unknown_key_names_key_and_line) {
@@ -186,17 +187,45 @@ Test(config, bad_values_name_key_and_line) {
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nlog: {format: xml}\n", NULL,
               "t.yaml:3: log.format: 'xml' is not one of json|text");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\ndelivery:\n"
-              "  mode: exactly_once\n",
-              NULL, "t.yaml:4: delivery.mode: 'exactly_once' is not one of at_least_once");
+              "  mode: exactly_twice\n",
+              NULL,
+              "t.yaml:4: delivery.mode: 'exactly_twice' is not one of at_least_once|exactly_once");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics:\n  input: [a, b]\n", NULL,
               "t.yaml:3: topics.input: expected a scalar value");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in, reply_allow: [a, [b]]}\n", NULL,
               "t.yaml:2: topics.reply_allow: expected a list of topic names");
 }
 
-/* model.device names one GPU as cuda:N (one worker per GPU, docs/worker.md
+/* model.device names one GPU as cuda:N (one worker per GPU, docs/operations.md
  * "GPU deployment"); whether that device exists is checked at start
  * (worker/service/device.c), not here: a config is valid on any host. */
+/* exactly_once and the pieces of its transactional.id (worker/txn.h); the
+ * property itself is the worker's, refused in any kafka section. */
+Test(config, exactly_once_and_its_transactional_id) {
+    vw_config *cfg = parse_ok("kafka: {bootstrap.servers: h}\ntopics: {input: in}\n"
+                              "delivery: {mode: exactly_once, worker_id: w-1, "
+                              "transactional_id_prefix: fraud}\n",
+                              NULL);
+    cr_assert_eq(cfg->delivery.mode, VW_DELIVERY_EXACTLY_ONCE);
+    cr_assert_str_eq(cfg->delivery.worker_id, "w-1");
+    cr_assert_str_eq(cfg->delivery.transactional_id_prefix, "fraud");
+    vw_config_free(cfg);
+    char *env[] = {"VELA_DELIVERY_MODE=exactly_once", "VELA_DELIVERY_WORKER_ID=pod-2", NULL};
+    cfg = parse_ok(minimal, env);
+    cr_assert_eq(cfg->delivery.mode, VW_DELIVERY_EXACTLY_ONCE);
+    cr_assert_str_eq(cfg->delivery.worker_id, "pod-2");
+    cr_assert_str_eq(cfg->delivery.transactional_id_prefix, "", "the group id, later");
+    vw_config_free(cfg);
+    parse_bad("kafka:\n  bootstrap.servers: h\n  producer: {transactional.id: x}\n"
+              "topics: {input: in}\n",
+              NULL,
+              "t.yaml:3: kafka.producer.transactional.id: the worker derives it "
+              "(delivery.mode exactly_once: delivery.transactional_id_prefix and "
+              "delivery.worker_id)");
+    parse_bad("kafka: {bootstrap.servers: h, transactional.id: x}\ntopics: {input: in}\n", NULL,
+              "kafka.transactional.id: the worker derives it");
+}
+
 Test(config, device_cuda_ordinals) {
     const char *ok[] = {"auto", "cpu", "cuda", "cuda:0", "cuda:3", "cuda:17", "cuda:255"};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
@@ -237,6 +266,15 @@ Test(config, kafka_properties_checked_by_librdkafka) {
               NULL, "t.yaml:4: kafka.consumer.enable.auto.commit: the worker's delivery rule");
     parse_bad("kafka:\n  bootstrap.servers: h\n  producer: {acks: 1}\ntopics: {input: in}\n", NULL,
               "t.yaml:3: kafka.producer.acks: the worker's delivery rule");
+    /* Aborted transactions on the input must never be answered (issue 35 finding 8). */
+    parse_bad("kafka:\n  bootstrap.servers: h\n  consumer:\n    isolation.level: read_uncommitted\n"
+              "topics: {input: in}\n",
+              NULL,
+              "t.yaml:4: kafka.consumer.isolation.level: must be read_committed: with "
+              "read_uncommitted the records of aborted transactions");
+    parse_bad("kafka:\n  bootstrap.servers: h\n  isolation.level: read_uncommitted\n"
+              "topics: {input: in}\n",
+              NULL, "t.yaml:3: kafka.isolation.level: must be read_committed");
     parse_bad("kafka:\n  bootstrap.servers: h\n  consumer: 5\ntopics: {input: in}\n", NULL,
               "t.yaml:3: kafka.consumer: expected a mapping");
 }
@@ -365,6 +403,28 @@ Test(config, model_manifest_sha256) {
     parse_bad(minimal, envp, "VELA_MODEL_MANIFEST_SHA256 (environment): expected the SHA-256");
 }
 
+/* model.cpu_threads (VELA_MODEL_CPU_THREADS): 0 by default (the worker's
+ * share of the CPUs, worker/pipeline.c), 1..256 threads of the CPU
+ * executor's pool, anything else refused with its line or variable. */
+Test(config, model_cpu_threads) {
+    vw_config *cfg = parse_ok(minimal, NULL);
+    cr_assert_eq(cfg->model.cpu_threads, 0);
+    vw_config_free(cfg);
+    char yaml[200];
+    snprintf(yaml, sizeof yaml, "%smodel: {cpu_threads: 3}\n", minimal);
+    cfg = parse_ok(yaml, NULL);
+    cr_assert_eq(cfg->model.cpu_threads, 3);
+    vw_config_free(cfg);
+    char *env[] = {"VELA_MODEL_CPU_THREADS=7", NULL};
+    cfg = parse_ok(yaml, env);
+    cr_assert_eq(cfg->model.cpu_threads, 7);
+    vw_config_free(cfg);
+    snprintf(yaml, sizeof yaml, "%smodel:\n  cpu_threads: 257\n", minimal);
+    parse_bad(yaml, NULL, "t.yaml:4: model.cpu_threads");
+    char *bad[] = {"VELA_MODEL_CPU_THREADS=-1", NULL};
+    parse_bad(minimal, bad, "VELA_MODEL_CPU_THREADS (environment)");
+}
+
 /* Nesting deeper than VW_CONFIG_MAX_DEPTH is refused from the parser's events,
  * at the line it passes the limit, before libyaml loads the document (which
  * took 22 s for 100,000 levels). 200,000 levels here: without the bound this
@@ -392,6 +452,98 @@ Test(config, nesting_depth_is_bounded) {
               "t.yaml:3: x: unknown section");
     parse_bad("kafka: {bootstrap.servers: h}\ntopics: {input: in}\nx: [[[[[[[[1]]]]]]]]\n", NULL,
               "t.yaml:3: YAML: nested deeper than 8 levels");
+}
+
+/* Issue 35 finding 4: a 1 MB anchored scalar aliased 10,000 times in
+ * topics.reply_allow took 3.2 GB, then exit 2 with "config list". Aliases are
+ * counted and their expansion bounded from the parser's events, refused at the
+ * alias's line before the document is loaded. Without the bound this config
+ * parses (the scalar copied once per alias: 200 MB). */
+Test(config, alias_expansion_is_bounded) {
+    enum { SCALAR = 100000, ALIASES = 60 };
+    char *yaml = malloc(SCALAR + ALIASES * 8 + 256);
+    cr_assert_not_null(yaml);
+    char *w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\nmodel: {bundle: &big ");
+    memset(w, 'a', SCALAR);
+    w += SCALAR;
+    w += sprintf(w, "}\ntopics: {input: in, reply_allow: [");
+    for (int i = 0; i < ALIASES; i++)
+        w += sprintf(w, "%s*big", i ? ", " : "");
+    sprintf(w, "]}\n");
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_parse(yaml, strlen(yaml), "t.yaml", NULL, &cfg, &err);
+    size_t n = cfg ? cfg->topics.n_reply_allow : 0;
+    vw_config_free(cfg);
+    free(yaml);
+    cr_assert_eq(st, VW_EINVAL, "a %d-byte scalar aliased %d times was accepted (%zu entries)",
+                 SCALAR, ALIASES, n);
+    cr_assert_str_eq(err.type, "config_invalid");
+    cr_assert(strstr(err.msg, "t.yaml:3: YAML: the document expands past 1048576 bytes"),
+              "message: %s", err.msg);
+}
+
+/* Nested anchors multiply (a "billion laughs"): each level is counted with its
+ * aliases expanded, so the bound holds however they nest. */
+Test(config, nested_aliases_are_counted_expanded) {
+    parse_bad(
+        "kafka: {bootstrap.servers: \"h:1\"}\n"
+        "topics: {input: in}\n"
+        "x: &a [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]\n"
+        "y: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "z: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+        "w: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "v: [*d, *d, *d, *d]\n",
+        NULL, "t.yaml:7: YAML: the document expands past 1048576 bytes");
+    /* The same shape, smaller, is counted but accepted up to the key check. */
+    parse_bad("kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\n"
+              "x: &a [aaaa]\ny: [*a, *a]\n",
+              NULL, "t.yaml:3: x: unknown section");
+}
+
+/* More than VW_CONFIG_MAX_ALIASES aliases (or anchors) are refused whatever
+ * they expand to; an alias inside the node it names is a cycle. */
+Test(config, aliases_are_counted) {
+    char yaml[2048];
+    char *w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\n"
+                                   "model: {bundle: &t b}\n"
+                                   "topics: {input: in, reply_allow: [");
+    for (int i = 0; i < VW_CONFIG_MAX_ALIASES; i++)
+        w += sprintf(w, "%s*t", i ? ", " : "");
+    strcpy(w, "]}\n");
+    vw_config *cfg = parse_ok(yaml, NULL);
+    cr_assert_eq(cfg->topics.n_reply_allow, VW_CONFIG_MAX_ALIASES);
+    cr_assert_str_eq(cfg->topics.reply_allow[0], "b");
+    vw_config_free(cfg);
+    strcpy(w, ", *t]}\n");
+    parse_bad(yaml, NULL, "t.yaml:3: YAML: more than 64 aliases (a configuration needs none)");
+    w = yaml + sprintf(yaml, "kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\nx: [");
+    for (int i = 0; i <= VW_CONFIG_MAX_ALIASES; i++)
+        w += sprintf(w, "%s&a%d x", i ? ", " : "", i);
+    strcpy(w, "]\n");
+    parse_bad(yaml, NULL, "t.yaml:3: YAML: more than 64 anchors");
+    parse_bad("kafka: {bootstrap.servers: \"h:1\"}\ntopics: {input: in}\nx: &a [*a]\n", NULL,
+              "t.yaml:3: YAML: alias *a inside the node it names");
+}
+
+/* A file larger than VW_CONFIG_MAX_BYTES is refused, and vw_config_load reads
+ * no more of it than that. */
+Test(config, file_size_is_bounded) {
+    char path[] = "/tmp/vw_config_big_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "%s# ", minimal);
+    for (int i = 0; i < VW_CONFIG_MAX_BYTES; i++)
+        fputc('x', f);
+    fputc('\n', f);
+    fclose(f);
+    vw_config *cfg = NULL;
+    vw_err err = {0};
+    vw_status st = vw_config_load(path, NULL, &cfg, &err);
+    unlink(path);
+    cr_assert_eq(st, VW_EINVAL, "a %d-byte config was accepted", VW_CONFIG_MAX_BYTES + 40);
+    cr_assert(strstr(err.msg, ": larger than 1048576 bytes"), "message: %s", err.msg);
 }
 
 /* ---- the start check: librdkafka properties checked only by rd_kafka_new ---- */
@@ -491,7 +643,7 @@ Test(config, run_stops_on_a_bad_ssl_key_before_the_model_loads) {
     cr_assert_null(strstr(out, "model loaded"), "%s", out);
 }
 
-/* config/worker.sasl_ssl.example.yaml (docs/worker.md "Security"): SASL_SSL with
+/* config/worker.sasl_ssl.example.yaml (docs/operations.md "Security"): SASL_SSL with
  * SCRAM, the password from the environment; as committed it stops at the start
  * check (no password, no CA file here), and with both it passes. */
 Test(config, sasl_ssl_example_loads_and_passes_the_start_check) {
@@ -536,7 +688,7 @@ Test(config, sasl_ssl_example_loads_and_passes_the_start_check) {
     free(path);
 }
 
-/* Secrets stay out of the log (docs/worker.md "Security"), even with every
+/* Secrets stay out of the log (docs/operations.md "Security"), even with every
  * librdkafka debug context on: librdkafka prints its sensitive properties as
  * [redacted] in its configuration dump, and the worker logs no property value
  * of its own (errors name the key). A guard: this held before the check. */
@@ -588,12 +740,12 @@ Test(config, run_names_model_bundle_when_it_is_missing) {
     char out[16384];
     int rc = run_worker("VELA_MODEL_BUNDLE=", out, sizeof out);
     cr_assert_eq(rc, 2, "exit %d:\n%s", rc, out);
-    cr_assert(strstr(out, "config/worker.example.yaml: model.bundle: not set: the bundle "
+    cr_assert(strstr(out, "vela-worker run: VELA_MODEL_BUNDLE (environment): not set: the bundle "
                           "directory"),
               "%s", out);
     rc = run_worker("VELA_MODEL_BUNDLE=/nonexistent/bundle", out, sizeof out);
     cr_assert_eq(rc, 1, "exit %d:\n%s", rc, out);
-    cr_assert(strstr(out, "model.bundle: bundle directory '/nonexistent/bundle': No such file or "
-                          "directory"),
+    cr_assert(strstr(out, "vela-worker run: VELA_MODEL_BUNDLE (environment): bundle directory "
+                          "'/nonexistent/bundle': No such file or directory (missing_file)\n"),
               "%s", out);
 }

@@ -10,7 +10,7 @@
  *    (never count), see it as cuda:0, use Dockerfile.cuda, and number at most
  *    the partitions of the requests topic; every published port is bound to
  *    127.0.0.1 (the broker's plaintext listener and the metrics have no
- *    authentication; docs/worker.md "Security").
+ *    authentication; docs/operations.md "Security").
  *  - Dockerfiles: FROM tags pinned; apt-get install names only packages of
  *    the base's release (tables below: Debian 12 read with apt-cache policy on
  *    this machine; Ubuntu 24.04 from its public package lists — e.g.
@@ -376,6 +376,88 @@ Test(deploy, compose_published_ports_are_on_localhost) {
         }
     }
     cr_assert_geq(published, 3, "the broker and the workers publish their ports");
+    yaml_document_delete(&c.doc);
+}
+
+/* The broker of docker-compose.yml and the clusters of scripts/kafka (the
+ * tests' Apache Kafka) are one Kafka: the same version (apache/kafka:<scripts/
+ * kafka version>, for the broker and the topics service), and every broker
+ * setting of the compose file that is not topology (ids, roles, listeners,
+ * quorum, log folder, the internal topics' replication) is a line of
+ * `scripts/kafka settings`, and every such line is set in the compose file
+ * (KAFKA_<NAME>: name upper-cased, '.' -> '_', the image's rule). */
+static char *script_out(const char *args) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "'%s/scripts/kafka' %s", VW_SOURCE_DIR, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "%s", cmd);
+    static char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    cr_assert_eq(pclose(f), 0, "%s failed", cmd);
+    return strdup(buf);
+}
+
+static const char *const topology[] = {
+    "KAFKA_NODE_ID",
+    "KAFKA_PROCESS_ROLES",
+    "KAFKA_CONTROLLER_QUORUM_VOTERS",
+    "KAFKA_LISTENERS",
+    "KAFKA_ADVERTISED_LISTENERS",
+    "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
+    "KAFKA_INTER_BROKER_LISTENER_NAME",
+    "KAFKA_CONTROLLER_LISTENER_NAMES",
+    "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR",
+    "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR",
+    "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+    "KAFKA_LOG_DIRS",
+    NULL,
+};
+
+Test(deploy, compose_broker_is_the_tests_kafka) {
+    compose c;
+    load_compose(&c);
+    char *version = script_out("version"), *settings = script_out("settings");
+    version[strcspn(version, "\n")] = 0;
+    char want_image[64];
+    snprintf(want_image, sizeof want_image, "apache/kafka:%s", version);
+    const char *const kafka_services[] = {"broker", "topics"};
+    for (int i = 0; i < 2; i++) {
+        yaml_node_t *svc = get(&c.doc, c.services, kafka_services[i]);
+        cr_assert_str_eq(get_str(&c.doc, svc, "image"), want_image,
+                         "service %s runs the Kafka the tests run (scripts/kafka version)",
+                         kafka_services[i]);
+    }
+    yaml_node_t *env = get(&c.doc, get(&c.doc, c.services, "broker"), "environment");
+    cr_assert(env && env->type == YAML_MAPPING_NODE, "the broker's environment is a mapping");
+    int shared = 0;
+    for (yaml_node_pair_t *p = env->data.mapping.pairs.start; p < env->data.mapping.pairs.top;
+         p++) {
+        const char *k = scalar(node(&c.doc, p->key)), *v = scalar(node(&c.doc, p->value));
+        cr_assert(k && v && !strncmp(k, "KAFKA_", 6), "broker environment: %s", k ? k : "?");
+        bool topo = false;
+        for (int t = 0; topology[t]; t++)
+            topo = topo || !strcmp(k, topology[t]);
+        if (topo)
+            continue;
+        char line[256];
+        size_t n = 0;
+        for (const char *s = k + 6; *s && n < 200; s++)
+            line[n++] = *s == '_' ? '.' : (char)tolower((unsigned char)*s);
+        snprintf(line + n, sizeof line - n, "=%s\n", v);
+        cr_assert(strstr(settings, line),
+                  "docker-compose.yml sets %s=%s: not in scripts/kafka "
+                  "settings (one source for both)",
+                  k, v);
+        shared++;
+    }
+    int lines = 0;
+    for (const char *s = settings; *s; s++)
+        lines += *s == '\n';
+    cr_assert_eq(shared, lines, "every scripts/kafka setting is in docker-compose.yml (%d of %d)",
+                 shared, lines);
+    free(version);
+    free(settings);
     yaml_document_delete(&c.doc);
 }
 

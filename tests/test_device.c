@@ -16,6 +16,7 @@
 #include "model/random_bundle.h"
 #include "model/sizes.h"
 #include "service/device.h"
+#include "util/pool.h"
 #include "vw_test.h"
 #ifdef VW_HAVE_CUDA
 #include "vw_cuda.h"
@@ -221,6 +222,38 @@ Test(device, worker_fails_at_start_on_a_missing_device) {
     cr_assert(strstr(out, "no CUDA executor"), "%s", out);
 #endif
     cr_assert_null(strstr(out, "model loaded"), "%s", out);
+}
+
+/* model.cpu_threads reaches the CPU executor's pool: `vela-worker run` on the
+ * cpu device says how many threads it loaded the backbone with, the
+ * configured number, or by default the CPUs less one in eight. */
+static void expect_threads_logged(const char *env, const char *want) {
+    const char *bin = getenv("VW_WORKER_BIN");
+    if (!bin)
+        cr_skip_test("VW_WORKER_BIN not set (CTest sets it)");
+    char *src = vw_test_path("");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && VELA_MODEL_DEVICE=cpu %s VELA_METRICS_LISTEN= VELA_LOG_FORMAT=text "
+             "timeout -s TERM 10 '%s' run --config config/worker.example.yaml 2>&1 "
+             "| grep -m1 'model loaded'",
+             src, env, bin);
+    free(src);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char out[4096];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    pclose(p);
+    cr_assert(strstr(out, want), "'%s' not in: %s", want, out);
+}
+
+Test(device, worker_sizes_the_cpu_pool) {
+    expect_threads_logged("VELA_MODEL_CPU_THREADS=3", "device=cpu fp32, 3 threads");
+    unsigned c = vw_cpu_count();
+    char want[64];
+    snprintf(want, sizeof want, "device=cpu fp32, %u threads", c - c / 8);
+    expect_threads_logged("", want);
 }
 
 #ifdef VW_CUDA_EMU

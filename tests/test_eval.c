@@ -235,3 +235,27 @@ Test(eval, strmap_keeps_indices_and_keys) {
     cr_assert_str_eq(first, "request-0", "keys do not move as the map grows");
     vw_strmap_free(&m);
 }
+
+/* The plots' bins (stats.h): a probability change's bin over [-1, 1] with
+ * the last closed; a score's prediction and residual bins in quarter levels,
+ * clamped at the ends. */
+Test(eval, plot_bins) {
+    cr_assert_eq(vw_eval_delta_bin(-1.0), 0);
+    cr_assert_eq(vw_eval_delta_bin(-0.05), 9);
+    cr_assert_eq(vw_eval_delta_bin(0.0), 10);
+    cr_assert_eq(vw_eval_delta_bin(1.0), VW_EVAL_DELTA_BINS - 1, "the last bin is closed");
+    vw_eval_score_bins s = {0};
+    vw_eval_score_bins_add(&s, 2.71, 3.0); /* bin ⌊2.71/0.25⌋ = 10; residual -0.29 */
+    vw_eval_score_bins_add(&s, 99.0, 0.0); /* past the last bins: clamped */
+    vw_eval_score_bins_add(&s, -1.0, 40.0);
+    cr_assert_eq(s.n[10], 1);
+    cr_assert_float_eq(s.pred[10], 2.71, 1e-12);
+    cr_assert_float_eq(s.label[10], 3.0, 0);
+    cr_assert_eq(s.res[VW_EVAL_RES_BINS / 2 - 2], 1, "-0.29 is in [-0.5, -0.25)");
+    cr_assert_eq(s.n[VW_EVAL_SCORE_BINS - 1], 1);
+    cr_assert_eq(s.res[VW_EVAL_RES_BINS - 1], 1);
+    cr_assert_eq(s.n[0], 1);
+    cr_assert_eq(s.res[0], 1);
+    cr_assert_float_eq(s.res_sum, -0.29 + 99.0 - 41.0, 1e-12);
+    cr_assert_float_eq(s.top, 99.0, 0);
+}

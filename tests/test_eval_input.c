@@ -255,3 +255,63 @@ Test(eval_input, list_prints_one_line_per_record) {
     free(out);
     clean(&f);
 }
+
+/* The problems come in (file, line) order (issue 33 item 6): a labels line
+ * is found when its result is read, so in the results' order, and the list
+ * showed labels.jsonl:108 before :32. 25 bad labels whose results come in
+ * the reverse order: the 20 kept are lines 1..20 in order, in the report and
+ * on the log, then a count of the other 5. */
+Test(eval_input, problems_are_sorted_by_file_then_line) {
+    enum { N = 25 };
+    char dir[] = "/tmp/vw-eval-sort-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    static char res[N][160], lab[N][96];
+    const char *res_lines[N + 1], *lab_lines[N + 1];
+    for (int i = 0; i < N; i++) {
+        snprintf(res[i], sizeof res[i],
+                 "{'request_id':'r%d','vela_status':200,'value':{'answers':{"
+                 "'n':{'type':'noul','noul':0.5}}}}",
+                 i);
+        snprintf(lab[i], sizeof lab[i], "{'request_id':'r%d','labels':{'n':'maybe'}}", N - 1 - i);
+        res_lines[i] = res[i];
+        lab_lines[i] = lab[i];
+    }
+    res_lines[N] = lab_lines[N] = NULL;
+    char *rp = vw_test_write_lines(dir, "results.jsonl", res_lines);
+    char *lp = vw_test_write_lines(dir, "labels.jsonl", lab_lines);
+    char log_path[64];
+    snprintf(log_path, sizeof log_path, "%s/log", dir);
+    FILE *log = fopen(log_path, "w");
+    cr_assert_not_null(log);
+    vw_eval_opts o = {.results = rp, .labels = lp, .log = log, .log_max = 20};
+    vw_eval_report *r = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_eval_run(&o, &r, &err), VW_OK, "%s", err.msg);
+    fclose(log);
+    cr_assert_eq(r->problems_total, N);
+    cr_assert_eq(r->n_problems, VW_EVAL_KEEP_PROBLEMS);
+    for (size_t i = 0; i < r->n_problems; i++) {
+        cr_assert_str_eq(r->problems[i].file, lp);
+        cr_assert_eq(r->problems[i].line, i + 1, "problem %zu is line %llu", i,
+                     (unsigned long long)r->problems[i].line);
+    }
+    size_t len = 0;
+    char *text = vw_test_read_file(log_path, &len);
+    cr_assert_not_null(text);
+    const char *at = text;
+    for (int line = 1; line <= VW_EVAL_KEEP_PROBLEMS; line++) {
+        char want[300];
+        snprintf(want, sizeof want, "%s:%d: ", lp, line);
+        const char *p = strstr(text, want);
+        cr_assert(p && p >= at, "%s comes after the line before it:\n%s", want, text);
+        at = p;
+    }
+    cr_assert(strstr(text, "eval: 5 more problems not shown\n"), "%s", text);
+    free(text);
+    vw_eval_report_free(r);
+    free(rp);
+    free(lp);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -199,3 +199,33 @@ Test(flow, a_revoke_drops_queued_and_stale_work) {
     cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 0, "nothing tracked in the new epoch");
     teardown(&f);
 }
+
+/* A record whose admission is slow (VW_TEST_ECHO_SLOW: k0's plan takes
+ * 300 ms) holds the records of its partition behind it in the lane: they
+ * reach the batcher after it, in offset order, so k0 runs in the first batch
+ * and results come out batch by batch. Before, the other admission thread
+ * admitted k1..k11 meanwhile, they were batched and run first and k0 ran
+ * last: the ledger, which hands results out in offset order, had nothing to
+ * give until every batch had run (a partition's results all at once). */
+Test(flow, a_slow_admission_keeps_its_partition_in_order) {
+    setenv("VW_TEST_ECHO_SLOW", "k0:300", 1);
+    setenv("VW_TEST_ECHO_DELAY_MS", "100", 1);
+    const char *v[12];
+    for (size_t i = 0; i < 12; i++)
+        v[i] = ECHO;
+    fixture f;
+    setup(&f, "batching: {max_tokens: 100000, max_requests: 4, max_wait_ms: 5}\n", v, 12);
+    intake_all(&f);
+    want = 1;
+    cr_assert(vw_unit_until(enough, turn, &f, 20000), "a first result");
+    size_t first = f.n_ready;
+    want = 12;
+    cr_assert(vw_unit_until(enough, turn, &f, 20000), "results %zu of 12", f.n_ready);
+    cr_assert_lt(first, 12, "the first batch's results came before the last batch ran: %zu", first);
+    for (size_t i = 0; i < 12; i++)
+        cr_assert_eq(f.ready[i]->offset, (int64_t)i);
+    char *text = vw_metrics_render(f.e.metrics, NULL);
+    cr_assert(strstr(text, "vela_worker_batches_total 3\n"), "12 records in batches of 4: 3");
+    free(text);
+    teardown(&f);
+}

@@ -1,6 +1,6 @@
 /* test_kafka_compat.c — what the worker relies on in whichever librdkafka is
  * loaded (the test command runs this suite on Debian's 2.0.2 and on 2.16,
- * docs/worker.md "librdkafka versions"):
+ * docs/operations.md "librdkafka versions"):
  *  - the text of librdkafka's join-state debug lines, which the worker reads
  *    (vw_rejoin_join_line): a consumer joining a group must show a
  *    non-steady state, a JoinGroup answer (classic) and then steady;
@@ -143,8 +143,10 @@ static void refused(char *setting, const char *want1, const char *want2) {
 Test(kafka_compat, kip848_settings_checked) {
     if (vw_kafka_before(2, 12, 0)) {
         /* The configuration check asks librdkafka about each key; before 2.12
-         * it does not know group.protocol. */
-        refused("VELA_KAFKA_CONSUMER_GROUP_PROTOCOL=consumer", "group.protocol", "kafka.consumer");
+         * it does not know group.protocol. The error names the variable the
+         * setting came from (docs/worker.md "Start-up errors"). */
+        refused("VELA_KAFKA_CONSUMER_GROUP_PROTOCOL=consumer", "group.protocol",
+                "VELA_KAFKA_CONSUMER_GROUP_PROTOCOL (environment)");
         return;
     }
     if (vw_kh_kip848()) /* the harness config is a KIP-848 one: add a classic key */

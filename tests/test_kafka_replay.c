@@ -138,6 +138,13 @@ Test(kafka_replay, timestamp_start_and_single_partition) {
     cr_assert_eq(vw_kh_count_log(&p, "replay: requests [1] offsets 7..12"), 1,
                  "the timestamp resolved to the first record of the second batch");
     cr_assert_eq(vw_kh_count_log(&p, "replay: 5/5 records (100.0%)"), 1, "progress reports");
+    /* Each range once (the log's "range" line repeated the resolved one), and
+     * no rate before time has passed (issue 33 item 6: "0 records/s"). */
+    cr_assert_eq(vw_kh_count_log(&p, "\"msg\":\"range\""), 0, "each range printed once");
+    cr_assert_eq(vw_kh_count_log(&p, " 0 records/s"), 0, "no rate of nothing");
+    cr_assert_eq(vw_kh_count_log(&p, "replay: reading requests with "
+                                     "isolation.level=read_committed (the default)"),
+                 1, "the isolation level is named");
     /* Into a file (no terminal) every report ends its line: no \r joining a
      * report and the next log line. */
     cr_assert_eq(vw_kh_count_log(&p, "\r"), 0, "a progress report without its newline");

@@ -7,6 +7,7 @@
 #include "kafka_harness.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,6 +171,41 @@ Test(kafka_worker, happy_path) {
     finish(&e);
 }
 
+/* consumer_lag on real statistics (issue 33 item 6: it read -1 on every
+ * partition the group had never committed, empty ones included): one request
+ * on partition 0 of four; every assigned partition then reads 0, the three
+ * empty ones included, and none reads -1. */
+Test(kafka_worker, consumer_lag_of_empty_partitions_is_zero) {
+    env e;
+    start(&e, "lag", NULL, NULL);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    vw_kh_msg one = {
+        .partition = 0, .key = "one", .value = "{\"state\":\"a\",\"questions\":{\"q\":{}}}"};
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", &one, 1, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", 1, 30000);
+    cr_assert_eq(json_array_size(res), 1);
+    json_decref(res);
+    int port = vw_kh_metrics_port(&e.w, 1000);
+    double lag[4] = {-1, -1, -1, -1};
+    bool all_zero = false;
+    for (int tries = 0; tries < 60 && !all_zero; tries++) {
+        vw_kh_sleep_ms(250);
+        int code;
+        char *m = vw_kh_http_get(port, "/metrics", &code);
+        all_zero = true;
+        for (int p = 0; p < 4; p++) {
+            char name[96];
+            snprintf(name, sizeof name,
+                     "vela_worker_consumer_lag{topic=\"requests\",partition=\"%d\"}", p);
+            lag[p] = vw_kh_metric_in(m, name);
+            all_zero = all_zero && lag[p] == 0;
+        }
+        free(m);
+    }
+    cr_assert(all_zero, "lag per partition: %g %g %g %g", lag[0], lag[1], lag[2], lag[3]);
+    finish(&e);
+}
+
 /* Expected (key, vela-status, payload without request_id/source) per record. */
 typedef struct reject_case {
     const char *key, *value;
@@ -291,7 +327,7 @@ Test(kafka_worker, rejections_keep_the_partition_moving) {
     cr_assert_eq(vw_kh_metric_in(m, "vela_worker_results_total{status=\"400\"}"), 7);
     free(m);
     /* No request payload reaches the log, at debug level, refused ones included
-     * (docs/worker.md "Security"): ids, offsets and sizes only. */
+     * (docs/operations.md "Security"): ids, offsets and sizes only. */
     cr_assert_eq(vw_kh_count_log(&e.w, "0123456789012345678901234567890"), 0, "the 413 body");
     cr_assert_eq(vw_kh_count_log(&e.w, "not json"), 0, "the 400 body");
     cr_assert_eq(vw_kh_count_log(&e.w, "questions"), 0, "a request's fields");
@@ -437,5 +473,111 @@ Test(kafka_worker, slow_record_does_not_stall_the_others) {
     cr_assert_eq(vw_kh_metric_in(m, "vela_worker_slow_records_total"), 1);
     cr_assert_eq(vw_kh_metric_in(m, "vela_worker_rebalances_total"), rebalances, "no rebalance");
     free(m);
+    finish(&e);
+}
+
+/* One partition under a slow "device" (VW_TEST_ECHO_DELAY_MS 50, batches of
+ * 4: 25 batches, at least 1.25 s of execution) whose first record's admission
+ * takes 500 ms (VW_TEST_ECHO_SLOW), with two admission threads: the results
+ * go out batch by batch while the rest still runs, the first well before the
+ * last. Before, the other admission thread's 99 records were batched and run
+ * first and the first record ran last; the partition's results, produced in
+ * offset order, all went out at once after the last batch (what the harness
+ * saw as 0 results for 19-48 s, then all: docs/worker.md "Design"). */
+Test(kafka_worker, a_partition_s_results_flow_while_its_batches_run) {
+    env e;
+    char *extra_env[] = {"VW_TEST_ECHO_SLOW=p000:500", "VW_TEST_ECHO_DELAY_MS=50", NULL};
+    start(&e, "flowing",
+          "batching: {max_tokens: 100000, max_requests: 4, max_wait_ms: 5}\n"
+          "processing: {threads: 2}\n",
+          extra_env);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    enum { M = 100 };
+    vw_kh_msg m[M];
+    char keys[M][8];
+    for (int i = 0; i < M; i++) {
+        snprintf(keys[i], sizeof keys[i], "p%03d", i);
+        m[i] = (vw_kh_msg){.partition = 0, .key = keys[i], .value = "{\"questions\":{\"q\":{}}}"};
+    }
+    cr_assert_eq(vw_kh_produce(e.b.bootstrap, "requests", m, M, NULL, NULL), 0);
+    json_t *res = vw_kh_consume(e.b.bootstrap, "results", M, 60000);
+    cr_assert_eq(json_array_size(res), M);
+    int64_t first = INT64_MAX, last = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(res, i, r) { /* CreateTime: when the worker produced it */
+        int64_t ts = json_integer_value(json_object_get(r, "ts"));
+        first = ts < first ? ts : first;
+        last = ts > last ? ts : last;
+    }
+    json_decref(res);
+    cr_log_info("first result %lld ms before the last", (long long)(last - first));
+    cr_assert_geq(last - first, 600, "the first result %lld ms before the last (12 batches: 600)",
+                  (long long)(last - first));
+    finish(&e);
+}
+
+/* The names of a process's threads (/proc/<pid>/task/<tid>/comm), one per
+ * line; how many threads there are. */
+static size_t thread_names(pid_t pid, char names[][32], size_t cap) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    cr_assert_not_null(d, "%s", path);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < cap) {
+        if (de->d_name[0] == '.')
+            continue;
+        char comm[400];
+        snprintf(comm, sizeof comm, "%s/%s/comm", path, de->d_name);
+        FILE *f = fopen(comm, "r");
+        if (!f)
+            continue; /* the thread ended meanwhile */
+        if (fgets(names[n], sizeof names[n], f)) {
+            names[n][strcspn(names[n], "\n")] = 0;
+            n++;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+static size_t count_name(char names[][32], size_t n, const char *name, size_t prefix) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += prefix ? !strncmp(names[i], name, prefix) : !strcmp(names[i], name);
+    return c;
+}
+
+/* Every thread the worker starts carries its name (docs/architecture.md
+ * "Threads"), so top -H, ps -L, gdb and perf tell them apart: with two
+ * processing threads, vw-exec, vw-admit/0-1, vw-proc/0-1 and vw-httpd (the
+ * metrics endpoint) once each, beside librdkafka's own rdk:* threads; the
+ * Kafka thread is the main thread and keeps the process's name. */
+Test(kafka_worker, threads_are_named) {
+    env e;
+    /* OpenBLAS's own server threads, started when the library loads (before
+     * main) and idle after (it runs single-threaded), keep the process's
+     * name: none with OPENBLAS_NUM_THREADS=1, as ctest sets it. */
+    char *const env1[] = {"OPENBLAS_NUM_THREADS=1", NULL};
+    start(&e, "names", "processing: {threads: 2}\n", env1);
+    cr_assert_eq(vw_kh_wait_log(&e.w, "partition assigned", 30000), 0);
+    static char names[256][32];
+    size_t n = thread_names(e.w.pid, names, 256);
+    char all[4096] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", names[i]);
+    static const char *const ours[] = {"vw-exec",   "vw-admit/0", "vw-admit/1",
+                                       "vw-proc/0", "vw-proc/1",  "vw-httpd"};
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        cr_assert_eq(count_name(names, n, ours[i], 0), 1, "one %s among %zu threads: %s", ours[i],
+                     n, all);
+    cr_assert_eq(count_name(names, n, "vw-admit/", 9), 2, "%s", all);
+    cr_assert_eq(count_name(names, n, "vw-proc/", 8), 2, "%s", all);
+    cr_assert_eq(count_name(names, n, "vela-worker", 0), 1, "only the Kafka (main) thread: %s",
+                 all);
+    cr_assert_geq(count_name(names, n, "rdk:", 4), 2, "librdkafka's threads: %s", all);
     finish(&e);
 }

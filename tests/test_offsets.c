@@ -143,6 +143,32 @@ Test(offsets, gaps_in_offsets) {
     vw_offsets_free(t);
 }
 
+/* exactly_once's positions: as if every record handed out were acknowledged
+ * (a READY record not yet handed out, or one behind a PENDING one, is not). */
+Test(offsets, produced_positions_count_records_in_delivery) {
+    uint32_t ep;
+    vw_offsets *t = vw_offsets_new(count_free);
+    vw_offsets_assign(t, "in", 0, &ep, NULL);
+    vw_offset_pos c[2];
+    for (int64_t o = 10; o < 14; o++)
+        vw_offsets_track(t, "in", 0, o, NULL);
+    ready(t, 0, ep, 10);
+    ready(t, 0, ep, 11);
+    ready(t, 0, ep, 13); /* 12 still pending */
+    cr_assert_eq(vw_offsets_commits_produced(t, c, 2), 0, "nothing handed out yet");
+    cr_assert_eq(take(t), 10);
+    cr_assert_eq(take(t), 11);
+    cr_assert_eq(vw_offsets_commits(t, c, 2), 0, "none acknowledged");
+    cr_assert_eq(vw_offsets_commits_produced(t, c, 2), 1);
+    cr_assert_eq(c[0].offset, 12, "10 and 11 in delivery; 13 waits behind 12");
+    ack(t, 0, ep, 10);
+    cr_assert_eq(vw_offsets_commits_produced(t, c, 2), 1);
+    cr_assert_eq(c[0].offset, 12);
+    vw_offsets_committed(t, "in", 0, 12);
+    cr_assert_eq(vw_offsets_commits_produced(t, c, 2), 0, "confirmed");
+    vw_offsets_free(t);
+}
+
 Test(offsets, commits_are_retried_until_confirmed) {
     uint32_t ep0, ep1;
     vw_offsets *t = vw_offsets_new(count_free);

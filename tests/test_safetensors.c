@@ -116,6 +116,38 @@ Test(safetensors, refuses_malformed_headers) {
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", d, 4, 0, "lacks");
 }
 
+/* Issue 35 finding 4: a header is parsed whole (about 30 times its size in
+ * memory), so one past VW_ST_MAX_HEADER is refused before parsing, however
+ * well formed (the old 100 MB ceiling let one file take 3 GB). */
+Test(safetensors, refuses_a_header_past_the_bound) {
+    char *header = malloc((size_t)VW_ST_MAX_HEADER + 2);
+    cr_assert(header);
+    int n = sprintf(header, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
+    memset(header + n, ' ', (size_t)VW_ST_MAX_HEADER + 1 - (size_t)n);
+    header[VW_ST_MAX_HEADER + 1] = 0;
+    cr_assert_gt(strlen(header), (size_t)VW_ST_MAX_HEADER);
+    unsigned char d[4] = {0};
+    char *big = write_st(header, d, 4, 0);
+    vw_st_file *bf = NULL;
+    vw_err berr = {0};
+    cr_expect_eq(vw_st_open(big, &bf, &berr), VW_EINVAL, "a %zu-byte header was accepted",
+                 strlen(header));
+    cr_expect(strstr(berr.msg, "is larger than the 16777216 a header may have"), "%s", berr.msg);
+    vw_st_close(bf);
+    unlink(big);
+    free(big);
+    /* At the bound itself it opens. */
+    header[VW_ST_MAX_HEADER] = 0;
+    char *p = write_st(header, d, 4, 0);
+    vw_st_file *f = NULL;
+    vw_err err = {0};
+    cr_expect_eq(vw_st_open(p, &f, &err), VW_OK, "%s", err.msg);
+    vw_st_close(f);
+    unlink(p);
+    free(p);
+    free(header);
+}
+
 Test(safetensors, refuses_short_or_missing_files) {
     vw_st_file *f = NULL;
     vw_err err = {0};

@@ -4,7 +4,7 @@
  *    implements (and a schema using another keyword is refused);
  *  - keywords: the validator on each keyword, both ways;
  *  - envelopes: every 200 result the C engine gives for the answer goldens
- *    (fixtures/answers/cases.jsonl), as the worker writes it (vw_result_value:
+ *    (fixtures/answers/cases.jsonl), as the worker writes it (vw_result_out_value:
  *    request_id and source first), and every golden envelope, validate against
  *    envelope.schema.json;
  *  - rejections: every rejection the C code gives for them (record checks and
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
+#include "result_out.h"
 #include "answer_cases.h"
 #include "vw_schema.h"
 #include "vw_test.h"
@@ -126,7 +126,7 @@ static json_t *as_record(const char *text, size_t len, const char *id, size_t i)
     char *value = NULL;
     size_t n = 0;
     vw_err err = {0};
-    cr_assert_eq(vw_result_value(&r, &rec, &value, &n, &err), VW_OK, "%s", err.msg);
+    cr_assert_eq(vw_result_out_value(&r, &rec, &value, &n, &err), VW_OK, "%s", err.msg);
     json_t *v = parse(value);
     free(value);
     return v;

@@ -122,6 +122,25 @@ Test(sink, results_in_partition_order_acknowledged_with_headers) {
     teardown(&f);
 }
 
+/* The producer asks for the results topic's metadata when the sink opens, so
+ * the first result goes out at once. Before, librdkafka learnt of the topic
+ * from the first produce call, which does not ask for it: the record waited
+ * in the topic's unassigned queue until the client's once-a-second scan of
+ * unknown topics (~0.9 s here: the produce 100 ms after the client started). */
+Test(sink, the_first_result_waits_for_no_metadata_scan) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    vw_kh_sleep_ms(100);
+    ready(&f, 0, 0, "first", RESULT);
+    int64_t t0 = vw_kh_now_ms();
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    int64_t took = vw_kh_now_ms() - t0;
+    cr_log_info("first result acknowledged %lld ms after it was produced", (long long)took);
+    cr_assert_lt(took, 500, "acknowledged after %lld ms", (long long)took);
+    teardown(&f);
+}
+
 Test(sink, fatal_result_goes_to_the_dlq_and_is_acknowledged) {
     fixture f;
     setup(&f, NULL, NULL);
@@ -159,6 +178,41 @@ Test(sink, permanent_delivery_error_is_redone_as_a_dead_letter) {
     cr_assert_str_eq(vw_kh_header(json_array_get(recs, 0), "vela-error-type"),
                      "MSG_SIZE_TOO_LARGE");
     json_decref(recs);
+    teardown(&f);
+}
+
+/* A dead letter the DLQ refuses (MSG_SIZE_TOO_LARGE on two Produce requests):
+ * sent once more without its payload (vela-payload-truncated says so);
+ * refused again, no way out is left: the record is neither acknowledged nor
+ * committed past, the fault record holds dead_letter_failed (the worker
+ * stops, exit 1) and dead_letter_failures_total counts it. Before: "record
+ * dropped", acknowledged, and counted only in produce_errors_total (issue 33
+ * item 6, issue 35 finding 2). */
+Test(sink, a_dead_letter_refused_even_empty_stops_before_its_offset) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    ready(&f, 0, 0, "ok-1", RESULT);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    vw_err err = {0};
+    cr_assert_eq(vw_broker_control(f.e.b, "err 0 2 10", &err), VW_OK, "%s", err.msg);
+    ready(&f, 0, 1, "dead-2", NULL);
+    hand_over(&f);
+    for (int64_t end = vw_kh_now_ms() + 15000;
+         !vw_fault_raised(&f.e.fault) && vw_kh_now_ms() < end;)
+        hand_and_poll(&f);
+    vw_err cause = {0};
+    cr_assert_eq(vw_fault_cause(&f.e.fault, &cause), VW_EKAFKA);
+    cr_assert_str_eq(cause.type, "dead_letter_failed");
+    cr_assert(strstr(cause.msg, "requests:0:1") && strstr(cause.msg, "MSG_SIZE_TOO_LARGE"), "%s",
+              cause.msg);
+    vw_sink_poll(f.sink, 200);
+    cr_assert_eq(vw_offsets_position(f.e.ledger, "requests", 0), 1, "not past the record");
+    cr_assert_eq(vw_offsets_in_flight(f.e.ledger, NULL, 0), 1, "never acknowledged");
+    size_t len;
+    char *text = vw_metrics_render(f.e.metrics, &len);
+    cr_assert(strstr(text, "vela_worker_dead_letter_failures_total 1\n"), "counted");
+    free(text);
     teardown(&f);
 }
 
@@ -213,4 +267,26 @@ Test(sink, replay_lines_to_a_file) {
                            "\"dead_letter\":\"boom\"}\n");
     teardown(&f);
     fclose(out);
+}
+
+/* The dead-letter warning says why (issue 33 item 6: it named the type only,
+ * so the reason was in the DLQ's header and nowhere in the log). */
+Test(sink, dead_letter_warning_gives_its_reason) {
+    fixture f;
+    setup(&f, NULL, NULL);
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    f.e.log.out = log; /* the sink borrows the log: this is its output from now on */
+    ready(&f, 0, 0, "dead-2", NULL);
+    hand_over(&f);
+    cr_assert(vw_unit_until(all_acked, poll_sink, &f, 15000));
+    teardown(&f);
+    rewind(log);
+    char line[1024];
+    bool seen = false;
+    while (fgets(line, sizeof line, log))
+        seen = seen || (strstr(line, "dead letter request_id=\"dead-2\"") &&
+                        strstr(line, "type=boom reason=\"the processor failed\""));
+    fclose(log);
+    cr_assert(seen, "the warning names the reason");
 }

@@ -3,8 +3,9 @@
  * reach the record hook in partition order; intake stops at `room` and at
  * limits.max_in_flight in the ledger and resumes once records are
  * acknowledged; a revoke (the close) runs drop and settle before it commits
- * what the ledger allows; replay assigns ranges without a group. No loop,
- * flow or sink. */
+ * what the ledger allows; replay assigns ranges without a group; a compressed
+ * batch librdkafka cannot hand over reaches the unreadable hook offset by
+ * offset and the partition moves on. No loop, flow or sink. */
 #include "source.h"
 
 #include <criterion/criterion.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bombs.h"
 #include "kafka_harness.h"
 #include "unit_kafka.h"
 
@@ -25,6 +27,7 @@ typedef struct fixture {
     /* what the hooks saw */
     int32_t part[MAX_SEEN];
     int64_t off[MAX_SEEN];
+    rd_kafka_resp_err_t bad[MAX_SEEN]; /* the unreadable hook's error, 0: a record */
     size_t n_seen;
     int drops[2];
     int settles;
@@ -41,6 +44,18 @@ static void on_record(void *ctx, const rd_kafka_message_t *m) {
     f->part[f->n_seen] = m->partition;
     f->off[f->n_seen++] = m->offset;
     f->room--;
+}
+
+static void on_unreadable(void *ctx, int32_t partition, int64_t offset, rd_kafka_resp_err_t e,
+                          const char *reason) {
+    fixture *f = ctx;
+    cr_assert_lt(f->n_seen, (size_t)MAX_SEEN);
+    cr_assert_eq(vw_offsets_track(f->e.ledger, "requests", partition, offset, NULL), VW_OK,
+                 "unreadable offsets come in order too");
+    cr_assert(reason && *reason);
+    f->part[f->n_seen] = partition;
+    f->bad[f->n_seen] = e;
+    f->off[f->n_seen++] = offset;
 }
 
 static void on_drop(void *ctx, int32_t partition) {
@@ -71,7 +86,7 @@ static void setup(fixture *f, const char *group, const char *extra, bool replay)
                         .topic = "requests",
                         .replay = replay,
                         .wake_fd = -1,
-                        .hooks = {f, on_record, on_drop, on_settle}};
+                        .hooks = {f, on_record, on_unreadable, on_drop, on_settle}};
     cr_assert_eq(vw_source_open(&o, &f->src, &err), VW_OK, "%s", err.msg);
 }
 
@@ -215,5 +230,39 @@ Test(source, replay_assigns_ranges_without_a_group) {
     cr_assert(vw_source_positions(f.src, l));
     cr_assert_eq(l->elems[0].offset, 5);
     rd_kafka_topic_partition_list_destroy(l);
+    teardown(&f);
+}
+
+/* Issue 35 finding 1: a compressed batch librdkafka cannot hand over (three
+ * zstd records of 2 MiB in one batch: 6 MiB decompressed, past
+ * receive.message.max.bytes, bounded from limits.max_request_bytes 4096 at
+ * 3 MiB) is reported as _BAD_COMPRESSION at its first offset, again and again
+ * (2.0.2 and 2.16 alike). The source hands each of its offsets to the
+ * unreadable hook, seeking one past it each time, and the records after the
+ * batch follow in order: nothing stalls, nothing is skipped unseen. */
+Test(source, an_unreadable_batch_is_handed_over_offset_by_offset) {
+    fixture f;
+    setup(&f, "unit-unreadable", "limits: {max_request_bytes: 4096}\n", false);
+    const char *bs = vw_broker_bootstraps(f.e.b);
+    vw_kh_msg one = {.partition = 0, .value = "v0"};
+    cr_assert_eq(vw_kh_produce(bs, "requests", &one, 1, NULL, NULL), 0);
+    int64_t offs[3];
+    cr_assert_eq(vw_bomb_produce(bs, "requests", 0, "zstd", 0, 2 << 20, 3, offs), 0);
+    cr_assert_eq(offs[0], 1);
+    cr_assert_eq(offs[2], 3);
+    vw_kh_msg after[2] = {{.partition = 0, .value = "v4"}, {.partition = 0, .value = "v5"}};
+    cr_assert_eq(vw_kh_produce(bs, "requests", after, 2, NULL, NULL), 0);
+    f.want = 6;
+    cr_assert(vw_unit_until(seen_enough, step, &f, 30000), "seen %zu of 6", f.n_seen);
+    for (size_t i = 0; i < 6; i++) {
+        cr_assert_eq(f.part[i], 0);
+        cr_assert_eq(f.off[i], (int64_t)i, "offset %zu in order", i);
+        rd_kafka_resp_err_t want = i >= 1 && i <= 3 ? RD_KAFKA_RESP_ERR__BAD_COMPRESSION : 0;
+        cr_assert_eq(f.bad[i], want, "offset %zu: %s", i, rd_kafka_err2name(f.bad[i]));
+    }
+    for (int i = 0; i < 20; i++)
+        step(&f);
+    cr_assert_eq(f.n_seen, 6, "each offset once");
+    cr_assert_not(vw_fault_raised(&f.e.fault));
     teardown(&f);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tokenizer/tokenizer.h"
 #include "vw_test.h"
@@ -599,4 +600,61 @@ Test(tokenizer, cli_matches_goldens_and_reports_bad_lines, .timeout = 300) {
     free(tok);
     free(strings);
     free(goldens);
+}
+
+/* Issue 35 finding 4: a tokenizer.json is parsed whole (9 to 32 times its size
+ * in memory; a 100 MB one took 3.2 GB), so one past VW_TOK_MAX_JSON_BYTES is
+ * refused before parsing, from memory and from a file (read no further). */
+Test(tokenizer, refuses_a_file_past_the_size_bound) {
+    size_t n = (size_t)VW_TOK_MAX_JSON_BYTES + 1;
+    char *buf = malloc(n);
+    cr_assert(buf);
+    memset(buf, ' ', n);
+    buf[0] = '{';
+    buf[n - 1] = '}';
+    vw_tokenizer *tok = NULL;
+    vw_err err = {0};
+    cr_expect_eq(vw_tok_load_json(buf, n, &tok, &err), VW_EINVAL);
+    cr_expect_null(tok);
+    cr_expect_str_eq(err.type, "file_too_large", "%s", err.msg);
+    cr_expect(strstr(err.msg, "more than the 33554432 a tokenizer may have"), "%s", err.msg);
+    char path[] = "/tmp/vw_tok_big_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, buf, n), (ssize_t)n);
+    close(fd);
+    free(buf);
+    err = (vw_err){0};
+    cr_expect_eq(vw_tok_load(path, &tok, &err), VW_EINVAL);
+    unlink(path);
+    cr_expect_str_eq(err.type, "file_too_large", "%s", err.msg);
+}
+
+/* Issue 35 finding 6: a bundle's split patterns must be vetted (a nested
+ * quantifier cost 32.5 s on one 22 KB request). The real tokenizers pass:
+ * Qwen3's, the Qwen3.5 mini vocabulary's and the tiny bundle's; one other
+ * pattern is refused, quoting it, while vw_tok_load itself still takes it. */
+Test(tokenizer, real_split_patterns_are_vetted) {
+    static const char *const files[] = {"fixtures/tokenizers/qwen3/tokenizer.json",
+                                        "fixtures/tokenizers/qwen35-mini/tokenizer.json",
+                                        "fixtures/tiny-vela/tokenizer.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *p = vw_test_path(files[i]);
+        vw_tokenizer *tok = NULL;
+        vw_err err = {0};
+        cr_assert_eq(vw_tok_load(p, &tok, &err), VW_OK, "%s: %s", p, err.msg);
+        cr_expect_eq(vw_tok_check_patterns(tok, &err), VW_OK, "%s: %s", p, err.msg);
+        vw_tok_free(tok);
+        free(p);
+    }
+    const char *bad = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
+                      "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":"
+                      "\"(\\\\p{L}+)+$|\\\\s+|.\"},\"behavior\":\"Isolated\"}}";
+    vw_tokenizer *tok = NULL;
+    vw_err err = {0};
+    cr_assert_eq(vw_tok_load_json(bad, strlen(bad), &tok, &err), VW_OK, "%s", err.msg);
+    cr_expect_eq(vw_tok_check_patterns(tok, &err), VW_EUNSUPPORTED);
+    cr_expect_str_eq(err.type, "unvetted_pattern");
+    cr_expect(strstr(err.msg, "'(\\p{L}+)+$|\\s+|.'"), "%s", err.msg);
+    vw_tok_free(tok);
 }

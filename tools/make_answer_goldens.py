@@ -13,7 +13,7 @@ Bundles: fixtures/tiny-vela, and fixtures/answers/tiny-small = the same files
 with a small budget (max_length 512; span_layout hybrid_rmax 128, window 96,
 stride 80) for truncation, windows, max_length_exceeded and 413 at a low cost.
 Worker-level checks (record size, Python json.loads errors) come first, as in
-the worker (worker/admit_record.h): a case may carry "max_request_bytes".
+the worker (worker/record_in.h): a case may carry "max_request_bytes".
 
 Writes:
   fixtures/answers/tiny-small/        the small-budget copy (manifest recomputed)
@@ -295,7 +295,7 @@ def _surrogates(v) -> bool:
 
 
 def worker_check(body: bytes, limit: int):
-    """The worker's record checks (worker/admit_record.h, docs/contract.md Decision 4):
+    """The worker's record checks (worker/record_in.h, docs/contract.md Decision 4):
     size, then Python's json.loads(bytes) (UTF-8 with surrogatepass; the error
     offset in bytes), unpaired surrogates, a top-level object. None = admitted."""
     def reject(status, loc, msg, kind):

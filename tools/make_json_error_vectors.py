@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Python json.loads error vectors for tests/test_admit_record.c.
+"""Python json.loads error vectors for tests/test_record_in.c.
 
 Writes fixtures/json_errors/cases.jsonl, one case per line:
   {"hex": <request value bytes in hex>, "kind": "ok"|"syntax"|"surrogate",

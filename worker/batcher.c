@@ -1,6 +1,7 @@
 /* batcher.c — micro-batch closing rules (see batcher.h).
  * Owns held items and closed batches; never runs them. */
 #include "batcher.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +59,8 @@ static void close_open(vw_batcher *b, int64_t now_ms) {
 static vw_status reserve_closed(vw_batcher *b, size_t extra, vw_err *err) {
     if (b->n_closed + extra <= b->cap_closed)
         return VW_OK;
-    size_t cap = (b->n_closed + extra) * 2;
-    vw_batch **grown = realloc(b->closed, cap * sizeof *grown);
-    if (!grown)
+    if (vw_reserve((void **)&b->closed, &b->cap_closed, b->n_closed + extra, sizeof *b->closed))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "batcher queue");
-    b->closed = grown;
-    b->cap_closed = cap;
     return VW_OK;
 }
 
@@ -78,16 +75,12 @@ static vw_batch *batch_new(int64_t now_ms) {
 static vw_status batch_room(vw_batch *batch, vw_err *err) {
     if (batch->n < batch->cap)
         return VW_OK;
-    size_t cap = batch->cap ? batch->cap * 2 : 16;
-    void **items = realloc(batch->items, cap * sizeof *items);
-    if (!items)
+    size_t c1 = batch->cap, c2 = batch->cap; /* items and costs share one capacity */
+    if (vw_reserve((void **)&batch->items, &c1, batch->n + 1, sizeof *batch->items))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "batch items");
-    batch->items = items;
-    int64_t *costs = realloc(batch->costs, cap * sizeof *costs);
-    if (!costs)
+    if (vw_reserve((void **)&batch->costs, &c2, batch->n + 1, sizeof *batch->costs))
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "batch costs");
-    batch->costs = costs;
-    batch->cap = cap;
+    batch->cap = c1;
     return VW_OK;
 }
 

@@ -3,6 +3,8 @@
  * is chosen only by `model.device: test-echo`. */
 #include "echo.h"
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@ typedef struct echo {
     long delay_ms;
     char *slow_id; /* VW_TEST_ECHO_SLOW request id, or NULL */
     long slow_ms;
+    atomic_bool cancelled; /* echo_cancel: the "device" stops, as the engine's does */
 } echo;
 
 typedef struct echo_item {
@@ -177,13 +180,28 @@ static vw_status echo_prepare(vw_processor *p, void *const *items, size_t n, voi
  * call would. [thread: executor] */
 static vw_status echo_execute(vw_processor *p, void *batch, vw_err *err) {
     (void)batch;
-    (void)err;
     echo *e = p->impl;
-    if (e->delay_ms > 0) {
-        struct timespec ts = {e->delay_ms / 1000, (e->delay_ms % 1000) * 1000000L};
+    /* Until delay_ms from now, in steps of at most 10 ms, checking the cancel
+     * flag between them as the CPU backbone checks between trees. */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t end_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec + e->delay_ms * 1000000;
+    while (e->delay_ms > 0 && !atomic_load(&e->cancelled)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left = end_ns - ((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+        if (left <= 0)
+            break;
+        struct timespec ts = {0, (long)(left < 10000000 ? left : 10000000)};
         nanosleep(&ts, NULL);
     }
+    if (atomic_load(&e->cancelled))
+        return VW_FAIL(err, VW_ETRANSIENT, "cancelled", "the shutdown cancelled the batch");
     return VW_OK;
+}
+
+/* [thread: any] */
+static void echo_cancel(vw_processor *p) {
+    atomic_store(&((echo *)p->impl)->cancelled, true);
 }
 
 /* [thread: processing, several at once] */
@@ -229,6 +247,7 @@ static const vw_processor_ops echo_ops = {
     .finish = echo_finish,
     .release = echo_release,
     .item_free = echo_item_free,
+    .cancel = echo_cancel,
     .ready = NULL,
     .model = echo_model,
     .destroy = echo_destroy,

@@ -16,6 +16,8 @@
  *                                          message.max.bytes: dead-letter path);
  *   VW_TEST_ECHO_DELAY_MS="<ms>"           each batch's execute step (the
  *                                          executor thread) sleeps that long;
+ *                                          cancel (processor.h) ends the sleep
+ *                                          within 10 ms and fails later batches;
  *   VW_TEST_ECHO_SLOW="<request-id>:<ms>"  admit of that request (an
  *                                          admission thread) sleeps ms: a
  *                                          heavy record's plan.

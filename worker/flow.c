@@ -8,16 +8,17 @@
 #include "flow.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
 #include "batcher.h"
 #include "item.h"
 #include "lane.h"
 #include "queue.h"
 #include "service/clock.h"
 #include "wake.h"
+#include "util/thread_name.h"
 
 /* Batches prepared and waiting for the executor thread: one runs while the
  * next waits, so the device never waits for the host to prepare one. */
@@ -150,73 +151,72 @@ static void *finish_main(void *arg) {
 
 /* ---- intake ---------------------------------------------------------------- */
 
-/* The last value of header name in h (NULL h: the record has none). */
-static void header(const rd_kafka_headers_t *h, const char *name, const void **v, size_t *len) {
-    *v = NULL;
-    *len = 0;
-    if (!h || rd_kafka_header_get_last(h, name, v, len))
-        *v = NULL;
-}
-
-/* One allocation holds the item, its request id, key and value: all the
- * Kafka thread does with a consumed record (the checks and the plan run on an
- * admission thread, lane.h). NULL when out of memory. */
+/* The item of a consumed record (item.h vw_item_new): all the Kafka thread
+ * does with it (the checks and the plan run on an admission thread, lane.h).
+ * NULL when out of memory. */
 static vw_item *new_item(vw_flow *f, const rd_kafka_message_t *m, uint32_t epoch, int64_t now_ms) {
-    const void *hid, *reply;
-    size_t hid_len, reply_len, id_len;
-    char src[VW_SOURCE_MAX];
     rd_kafka_headers_t *hdrs = NULL; /* parsed once, owned by m */
     if (rd_kafka_message_headers(m, &hdrs))
         hdrs = NULL;
-    header(hdrs, VW_HDR_REQUEST_ID, &hid, &hid_len);
-    header(hdrs, VW_HDR_REPLY_TOPIC, &reply, &reply_len);
-    const char *id = vw_request_id_pick(f->o.topic, m->partition, m->offset, hid, hid_len, m->key,
-                                        m->key_len, src, &id_len);
-    size_t key_len = m->key ? m->key_len : 0, value_len = m->payload ? m->len : 0;
-    vw_item *it = malloc(sizeof *it + id_len + 1 + key_len + value_len);
-    if (!it)
-        return NULL;
-    memset(it, 0, sizeof *it);
     rd_kafka_timestamp_type_t tstype;
-    it->proc = f->o.proc;
-    it->partition = m->partition;
-    it->offset = m->offset;
-    it->epoch = epoch;
-    it->timestamp = rd_kafka_message_timestamp(m, &tstype);
-    it->admitted_ms = now_ms;
-    it->request_id = it->data;
-    memcpy(it->request_id, id, id_len); /* id may point into m: copied before m goes */
-    it->request_id[id_len] = 0;
-    it->key = m->key ? it->data + id_len + 1 : NULL;
-    it->key_len = key_len;
-    if (key_len)
-        memcpy(it->key, m->key, key_len);
-    it->value = it->data + id_len + 1 + key_len;
-    it->value_len = value_len;
-    if (value_len)
-        memcpy(it->value, m->payload, value_len);
-    it->reply_topic = vw_reply_topic(f->o.cfg, reply, reply_len);
-    return it;
+    vw_record_in r = {.topic = f->o.topic,
+                      .partition = m->partition,
+                      .offset = m->offset,
+                      .timestamp = rd_kafka_message_timestamp(m, &tstype),
+                      .key = m->key,
+                      .key_len = m->key_len,
+                      .headers = hdrs,
+                      .value = m->payload,
+                      .value_len = m->len};
+    return vw_item_new(&r, f->o.cfg, f->o.proc, epoch, now_ms);
+}
+
+/* Tracks partition:offset in the ledger (its epoch into *epoch); false when
+ * the record is to be skipped: its partition revoked meanwhile, an offset the
+ * ledger refuses, or out of memory (raised: skipping it would commit past it). */
+static bool track(vw_flow *f, int32_t partition, int64_t offset, uint32_t *epoch) {
+    vw_err err = {0};
+    if (!vw_offsets_is_assigned(f->o.ledger, f->o.topic, partition, epoch))
+        return false; /* revoked meanwhile */
+    if (!vw_offsets_track(f->o.ledger, f->o.topic, partition, offset, &err))
+        return true;
+    if (err.status == VW_ENOMEM) {
+        VW_LOG(f->o.log, VW_LOG_ERROR, "worker", "out of memory tracking tp=%s:%d:%lld, stopping",
+               f->o.topic, (int)partition, (long long)offset);
+        VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "tracking tp=%s:%d:%lld", f->o.topic,
+                 (int)partition, (long long)offset);
+        return false;
+    }
+    VW_LOG(f->o.log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
+           f->o.topic, (int)partition, (long long)offset, err.msg);
+    return false;
+}
+
+void vw_flow_unreadable(vw_flow *f, int32_t partition, int64_t offset, const char *err,
+                        const char *reason, int64_t now_ms) {
+    uint32_t epoch;
+    if (!track(f, partition, offset, &epoch))
+        return;
+    vw_metrics_inc(f->o.metrics, VW_M_RECORDS_IN, 1);
+    vw_record_in r = {
+        .topic = f->o.topic, .partition = partition, .offset = offset, .timestamp = -1};
+    vw_item *it = vw_item_new(&r, f->o.cfg, f->o.proc, epoch, now_ms);
+    if (!it) { /* the offset stays PENDING: nothing past it is committed */
+        VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "dead letter of tp=%s:%d:%lld", f->o.topic,
+                 (int)partition, (long long)offset);
+        return;
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", err, reason);
+    vw_item_fail(it, VW_RESULT_FATAL, "unreadable_record", msg);
+    if (vw_offsets_set_result(f->o.ledger, f->o.topic, partition, epoch, offset, it, NULL))
+        vw_item_free(it);
 }
 
 void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms) {
     uint32_t epoch;
-    vw_err err = {0};
-    if (!vw_offsets_is_assigned(f->o.ledger, f->o.topic, m->partition, &epoch))
-        return; /* revoked meanwhile */
-    if (vw_offsets_track(f->o.ledger, f->o.topic, m->partition, m->offset, &err)) {
-        if (err.status == VW_ENOMEM) { /* skipping it would commit past it */
-            VW_LOG(f->o.log, VW_LOG_ERROR, "worker",
-                   "out of memory tracking tp=%s:%d:%lld, stopping", f->o.topic, (int)m->partition,
-                   (long long)m->offset);
-            VW_RAISE(f->o.fault, VW_ENOMEM, "out_of_memory", "tracking tp=%s:%d:%lld", f->o.topic,
-                     (int)m->partition, (long long)m->offset);
-            return;
-        }
-        VW_LOG(f->o.log, VW_LOG_WARN, "worker", "record skipped tp=%s:%d:%lld reason=\"%s\"",
-               f->o.topic, (int)m->partition, (long long)m->offset, err.msg);
+    if (!track(f, m->partition, m->offset, &epoch))
         return;
-    }
     vw_metrics_inc(f->o.metrics, VW_M_RECORDS_IN, 1);
     vw_item *it = new_item(f, m, epoch, now_ms);
     /* The lane has room: intake takes at most vw_flow_room records. */
@@ -274,25 +274,18 @@ static void collect_item(vw_flow *f, vw_item *it) {
     }
     if (it->kind == VW_RESULT_RETRY) {
         /* Transient: never a rejection. Run it again after a backoff. */
-        it->attempts++;
-        it->due_ms = vw_now_ms() + backoff_ms(f->o.cfg, it->attempts);
+        int64_t backoff = backoff_ms(f->o.cfg, it->attempts + 1);
         vw_metrics_inc(f->o.metrics, VW_M_RETRIES, 1);
         VW_LOG(f->o.log, VW_LOG_WARN, "worker",
                "transient failure, retrying request_id=\"%s\" attempt=%d backoff_ms=%lld "
                "type=%s",
-               it->request_id, it->attempts, (long long)(it->due_ms - vw_now_ms()), it->type);
-        free(it->msg);
-        it->msg = NULL;
-        it->kind = VW_RESULT_RECORD;
-        it->type[0] = 0;
+               it->request_id, it->attempts + 1, (long long)backoff, it->type);
+        vw_item_retry(it, vw_now_ms() + backoff);
         if (vw_items_push(&f->retry, &f->n_retry, &f->cap_retry, it))
             return;
         vw_item_fail(it, VW_RESULT_FATAL, "out_of_memory", "retry list");
     }
-    if (it->proc_item) { /* the processor is done with it */
-        f->o.proc->ops->item_free(f->o.proc, it->proc_item);
-        it->proc_item = NULL;
-    }
+    vw_item_drop_proc(it); /* the processor is done with it */
     if (vw_offsets_set_result(f->o.ledger, f->o.topic, it->partition, it->epoch, it->offset, it,
                               NULL))
         vw_item_free(it);
@@ -425,15 +418,18 @@ vw_status vw_flow_new(const vw_flow_opts *o, vw_flow **out, vw_err *err) {
 }
 
 vw_status vw_flow_start(vw_flow *f, vw_err *err) {
-    for (; f->pool_started < f->o.threads; f->pool_started++)
+    for (; f->pool_started < f->o.threads; f->pool_started++) {
         if (pthread_create(&f->pool[f->pool_started], NULL, finish_main, f))
             return VW_FAIL(err, VW_EIO, "thread", "cannot start processing thread %zu",
                            f->pool_started);
+        vw_thread_name(f->pool[f->pool_started], "vw-proc", (long)f->pool_started);
+    }
     vw_status st = vw_lane_start(f->lane, err);
     if (st)
         return st;
     if (pthread_create(&f->exec_thread, NULL, exec_main, f))
         return VW_FAIL(err, VW_EIO, "thread", "cannot start the executor thread");
+    vw_thread_name(f->exec_thread, "vw-exec", -1);
     f->exec_started = true;
     return VW_OK;
 }

@@ -62,6 +62,14 @@ vw_status vw_flow_start(vw_flow *f, vw_err *err);
  * now_ms) and queued for admission. A record of a partition no longer
  * assigned is skipped. At most vw_flow_room of them per turn. */
 void vw_flow_intake(vw_flow *f, const rd_kafka_message_t *m, int64_t now_ms);
+/* A record librdkafka could not hand over (source.h hooks.unreadable; err:
+ * librdkafka's error name, reason: its message): tracked like a consumed
+ * record and filed at once as a dead letter without a payload (type
+ * unreadable_record, the message "ERR: reason"). A record of a partition no
+ * longer assigned, or an offset the ledger refuses (not after the last
+ * tracked one), is skipped. */
+void vw_flow_unreadable(vw_flow *f, int32_t partition, int64_t offset, const char *err,
+                        const char *reason, int64_t now_ms);
 /* Records the admission lane can still take. */
 size_t vw_flow_room(const vw_flow *f);
 /* Items back from admission: batched, or their result filed in the ledger;

@@ -1,5 +1,5 @@
 /* lane.h — the admission lane: items queued by the Kafka thread for the
- * admission threads, which run the worker-level record checks (admit_record.h:
+ * admission threads, which run the worker-level record checks (record_in.h:
  * size, UTF-8, JSON, object) and the processor's admit (the plan), and queue
  * each item back for the Kafka thread. Polling, deliveries, commits and the
  * other partitions' records go on meanwhile, so one heavy record delays
@@ -47,7 +47,11 @@ vw_status vw_lane_start(vw_lane *l, vw_err *err);
  * (the caller keeps it; vw_lane_room says how many fit). */
 bool vw_lane_push(vw_lane *l, vw_item *it);
 /* An item back from admission (with a finished result or a pending processor
- * item), or NULL. Never blocks. */
+ * item), or NULL. Never blocks. A partition's items come back in the order
+ * they were pushed: one admitted ahead of an earlier item of its partition
+ * waits for it (so the batcher gets each partition in offset order, and the
+ * results the ledger hands out in that order are not held behind an early
+ * record batched last); other partitions' items pass it. */
 vw_item *vw_lane_pop(vw_lane *l);
 /* Items the lane can still take. */
 size_t vw_lane_room(const vw_lane *l);

@@ -1,6 +1,7 @@
 /* offsets.c — per-partition delivery order and commit tracker (see offsets.h).
  * Owns the record queues of the assigned partitions; never talks to Kafka. */
 #include "offsets.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct vw_offsets {
     size_t n_parts;
     size_t rr; /* round-robin start of next_ready */
     uint32_t next_epoch;
+    uint64_t acked; /* vw_offsets_acked */
     void (*free_result)(void *);
 };
 
@@ -151,14 +153,8 @@ vw_status vw_offsets_track(vw_offsets *t, const char *topic, int32_t partition, 
         p->produce -= p->head;
         p->head = 0;
     }
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        slot *grown = realloc(p->slots, cap * sizeof *grown);
-        if (!grown)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "offset tracker slots");
-        p->slots = grown;
-        p->cap = cap;
-    }
+    if (vw_reserve((void **)&p->slots, &p->cap, p->n + 1, sizeof *p->slots))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "offset tracker slots");
     p->slots[p->n++] = (slot){.offset = offset, .state = PENDING};
     p->last_tracked = offset;
     p->live++;
@@ -209,9 +205,14 @@ vw_status vw_offsets_ack(vw_offsets *t, const char *topic, int32_t partition, ui
                        topic, (int)partition, (long long)offset);
     p->slots[i].state = DONE;
     p->live--;
+    t->acked++;
     while (p->head < p->n && p->slots[p->head].state == DONE)
         p->position = p->slots[p->head++].offset + 1;
     return VW_OK;
+}
+
+uint64_t vw_offsets_acked(const vw_offsets *t) {
+    return t->acked;
 }
 
 int64_t vw_offsets_position(const vw_offsets *t, const char *topic, int32_t partition) {
@@ -227,6 +228,22 @@ size_t vw_offsets_commits(const vw_offsets *t, vw_offset_pos *out, size_t cap) {
             continue;
         if (n < cap)
             out[n] = (vw_offset_pos){p->topic, p->partition, p->position, p->epoch, NULL};
+        n++;
+    }
+    return n;
+}
+
+size_t vw_offsets_commits_produced(const vw_offsets *t, vw_offset_pos *out, size_t cap) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_parts; i++) {
+        const part *p = &t->parts[i];
+        int64_t pos = p->position;
+        if (p->produce > p->head && p->slots[p->produce - 1].offset + 1 > pos)
+            pos = p->slots[p->produce - 1].offset + 1;
+        if (pos < 0 || pos <= p->committed)
+            continue;
+        if (n < cap)
+            out[n] = (vw_offset_pos){p->topic, p->partition, pos, p->epoch, NULL};
         n++;
     }
     return n;

@@ -86,6 +86,13 @@ int64_t vw_offsets_position(const vw_offsets *t, const char *topic, int32_t part
  * them to out and returns how many there are. */
 size_t vw_offsets_commits(const vw_offsets *t, vw_offset_pos *out, size_t cap);
 
+/* The same positions as if every record handed out by next_ready
+ * (PRODUCING) were acknowledged: the last one handed out + 1 where that is
+ * ahead of the position (exactly_once sends these with the transaction that
+ * holds those records, before their delivery reports: they count only if
+ * every record of it is delivered, txn.h). */
+size_t vw_offsets_commits_produced(const vw_offsets *t, vw_offset_pos *out, size_t cap);
+
 /* The broker confirmed a commit of offset (ignored when older than known). */
 void vw_offsets_committed(vw_offsets *t, const char *topic, int32_t partition, int64_t offset);
 
@@ -94,6 +101,11 @@ void vw_offsets_committed(vw_offsets *t, const char *topic, int32_t partition, i
  * when it is not assigned. */
 vw_status vw_offsets_revoke(vw_offsets *t, const char *topic, int32_t partition, int64_t *position,
                             vw_err *err);
+
+/* Records acknowledged since the tracker was made (every vw_offsets_ack that
+ * made one DONE): what the worker answered (a result, a rejection or a dead
+ * letter, or a record it gave up on). */
+uint64_t vw_offsets_acked(const vw_offsets *t);
 
 /* Records tracked and not yet DONE: in one partition, or (topic NULL) in all. */
 size_t vw_offsets_in_flight(const vw_offsets *t, const char *topic, int32_t partition);

@@ -7,14 +7,33 @@
 
 #include "service/device.h"
 #include "engine.h"
+#include "model/backbone_cpu.h"
 #include "model/synthetic.h"
+#include "util/pool.h"
 
 typedef struct pipeline {
     vw_engine *engine;
     vw_device_choice device; /* the executor factory's context */
     vw_synthetic_opts synth; /* VW_BENCH_EXECUTOR: the synthetic executor's */
+    unsigned cpu_threads;    /* the CPU executor's pool (model.cpu_threads resolved) */
     const vw_log *log;
 } pipeline;
+
+/* model.cpu_threads, or by default the CPUs this process may use less one in
+ * eight: the worker's own threads (Kafka, admission, and the processing
+ * threads' heads, answers and envelopes beside the next forward) keep about
+ * that busy (docs/performance.md "CPU thread model"). */
+static unsigned cpu_threads_of(const vw_config *cfg) {
+    if (cfg->model.cpu_threads > 0)
+        return (unsigned)cfg->model.cpu_threads;
+    unsigned n = vw_cpu_count();
+    return n - n / 8;
+}
+
+static vw_status make_cpu(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
+    const pipeline *pl = ctx;
+    return vw_backbone_cpu_new_threads(b, pl->cpu_threads, out, err);
+}
 
 static vw_status make_synthetic(const vw_bundle *b, void *ctx, vw_executor **out, vw_err *err) {
     return vw_synthetic_new(b, ctx, out, err);
@@ -206,6 +225,14 @@ vw_status vw_pipeline_open(const vw_config *cfg, const vw_log *log, vw_processor
                                    : vw_device_select(cfg->model.device, cfg->model.precision,
                                                       (size_t)cfg->batching.max_tokens, &pl->device,
                                                       &opts, err);
+    if (st == VW_OK && !opts.make_executor) { /* the CPU reference backbone */
+        pl->cpu_threads = cpu_threads_of(cfg);
+        opts.make_executor = make_cpu;
+        opts.make_ctx = pl;
+        size_t len = strlen(pl->device.chosen);
+        snprintf(pl->device.chosen + len, sizeof pl->device.chosen - len, ", %u threads",
+                 pl->cpu_threads);
+    }
     if (st == VW_OK)
         st = vw_engine_open(cfg->model.bundle, &opts, &pl->engine, err);
     if (st != VW_OK) {

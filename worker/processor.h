@@ -11,13 +11,13 @@
  *      drives the device while the next batch is prepared and the last ones
  *      are finished.
  * Before admit, the worker has already checked the record itself
- * (admit_record.h): size, UTF-8, JSON syntax with Python's json.loads rules,
+ * (record_in.h): size, UTF-8, JSON syntax with Python's json.loads rules,
  * no unpaired surrogate, top-level object. A processor therefore only sees
  * values that are JSON objects.
  *
  * Results. kind RECORD: vela_status (200/400/413/422) and value, a JSON object
  * text WITHOUT "request_id" and "source" (the worker puts those two first, see
- * vw_result_value in admit_record.h), plus optional extra headers. kind RETRY: a
+ * vw_result_out_value in result_out.h), plus optional extra headers. kind RETRY: a
  * transient failure (device out of memory, executor busy); the worker keeps the
  * item and runs it again after a backoff (it is never turned into a rejection).
  * kind FATAL: this record can never produce a result; the worker sends the

@@ -1,9 +1,11 @@
 /* processors.h — the processor model.device names: the test-only echo
  * (`test-echo`, echo.h), or the model pipeline for auto|cpu|cuda
  * (pipeline.h). Ownership: the caller frees it (vw_processor_free).
- * Errors: model.bundle not set: VW_EINVAL "config_invalid" ("FILE:
- * model.bundle: not set ..."); not a directory: VW_EIO "missing_file" naming
- * the key and the path; then the pipeline's own. */
+ * Errors, each "SOURCE: model.KEY: reason" with the key's source as
+ * vw_config_where names it: model.bundle not set: VW_EINVAL "config_invalid";
+ * not a directory: VW_EIO "missing_file" naming the path; then the
+ * pipeline's own (model.device for the device's choice, model.precision,
+ * model.bundle for the rest). */
 #ifndef VW_PROCESSORS_H
 #define VW_PROCESSORS_H
 

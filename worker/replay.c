@@ -32,16 +32,24 @@ bool vw_replay_consumed(vw_source *src, const vw_range *r, size_t n,
     return all;
 }
 
-void vw_replay_progress(size_t done, size_t total, int64_t t0_ms, bool last) {
-    double secs = (double)(vw_now_ms() - t0_ms) / 1e3, rate = secs > 0 ? done / secs : 0;
-    size_t left = total > done ? total - done : 0;
-    char eta[32] = "?";
+void vw_replay_progress(FILE *out, size_t done, size_t total, int64_t t0_ms, bool last) {
+    double secs = (double)(vw_now_ms() - t0_ms) / 1e3, rate = secs > 0 ? (double)done / secs : 0;
+    double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+    char speed[64] = "";
     if (rate > 0)
-        snprintf(eta, sizeof eta, "%.1f s", (double)left / rate);
-    fprintf(stderr, "replay: %zu/%zu records (%.1f%%), %.0f records/s, ETA %s%s", done, total,
-            total ? 100.0 * (double)done / (double)total : 100.0, rate, eta,
-            last || !isatty(fileno(stderr)) ? "\n" : "\r");
-    fflush(stderr);
+        snprintf(speed, sizeof speed, ", %.*f records/s", rate < 10 ? 1 : 0, rate);
+    if (last) {
+        fprintf(out, "replay: %zu/%zu records (%.1f%%) in %.3f s%s\n", done, total, pct, secs,
+                speed);
+    } else {
+        size_t left = total > done ? total - done : 0;
+        char eta[32] = "?";
+        if (rate > 0)
+            snprintf(eta, sizeof eta, "%.1f s", (double)left / rate);
+        fprintf(out, "replay: %zu/%zu records (%.1f%%)%s, ETA %s%s", done, total, pct, speed, eta,
+                isatty(fileno(out)) ? "\r" : "\n");
+    }
+    fflush(out);
 }
 
 vw_status vw_replay_assign(vw_source *src, vw_offsets *ledger, const vw_range *r, size_t n,
@@ -49,7 +57,8 @@ vw_status vw_replay_assign(vw_source *src, vw_offsets *ledger, const vw_range *r
                            size_t *total, vw_err *err) {
     *total = 0;
     for (size_t i = 0; i < n; i++) {
-        VW_LOG(log, VW_LOG_INFO, "replay", "range tp=%s:%d start=%lld end=%lld", topic,
+        /* debug: `replay` printed each range when it resolved them */
+        VW_LOG(log, VW_LOG_DEBUG, "replay", "range tp=%s:%d start=%lld end=%lld", topic,
                (int)r[i].partition, (long long)r[i].start, (long long)r[i].end);
         if (r[i].start >= r[i].end)
             continue;

@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,8 +37,10 @@ vw_status vw_replay_assign(vw_source *src, vw_offsets *ledger, const vw_range *r
 bool vw_replay_consumed(vw_source *src, const vw_range *r, size_t n,
                         rd_kafka_topic_partition_list_t *l);
 
-/* One progress line on stderr ("replay: done/total records ..."); on a
- * terminal the lines overwrite each other (\r) but the last. */
-void vw_replay_progress(size_t done, size_t total, int64_t t0_ms, bool last);
+/* One progress line on out ("replay: done/total records (P%), R records/s,
+ * ETA T s"; the last: "replay: done/total records (P%) in T s, R records/s");
+ * a rate is shown only once time has passed (it read "0 records/s" at 100%).
+ * On a terminal the lines overwrite each other (\r) but the last. */
+void vw_replay_progress(FILE *out, size_t done, size_t total, int64_t t0_ms, bool last);
 
 #endif

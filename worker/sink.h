@@ -36,6 +36,7 @@
 #include "service/crashpoint.h"
 #include "service/log.h"
 #include "service/metrics.h"
+#include "txn.h"
 #include "vw_status.h"
 
 typedef struct vw_sink vw_sink;
@@ -52,6 +53,10 @@ typedef struct vw_sink_opts {
     const char *results_topic;
     FILE *file;  /* replay to a file: one JSON line per result, no client */
     bool replay; /* replay: counts what is done; no assignment checks */
+    /* delivery.mode exactly_once (run only): a transactional producer; every
+     * record goes into the open transaction (txn.h), which keeps it until the
+     * transaction ends. */
+    bool transactions;
     int wake_fd; /* written when the producer's queue turns non-empty; -1: none */
 } vw_sink_opts;
 
@@ -60,7 +65,9 @@ typedef struct vw_sink_opts {
  * worker.h vw_worker_check, creates a client of it with none). */
 vw_status vw_sink_conf(const vw_config *cfg, rd_kafka_conf_t *conf, vw_err *err);
 
-/* Opens the sink: the producer client, or none for a file. */
+/* Opens the sink: the producer client, or none for a file; with
+ * transactions, the transaction keeper on it (vw_sink_txn; its
+ * init_transactions is the loop's). */
 vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err);
 
 /* Produces one finished item (taken): its result to its reply topic or the
@@ -69,8 +76,9 @@ vw_status vw_sink_open(const vw_sink_opts *o, vw_sink **out, vw_err *err);
  * a dead producer). */
 void vw_sink_produce(vw_sink *s, vw_item *it);
 
-/* Produces again the failed deliveries kept since the last call (each still
- * of the current assignment of its partition; others are freed). */
+/* Produces again the failed deliveries kept since the last call, and with
+ * transactions the records of an aborted transaction (first, in their order)
+ * (each still of the current assignment of its partition; others are freed). */
 void vw_sink_redo(vw_sink *s);
 
 /* Serves delivery reports for up to timeout_ms (no-op without a client). */
@@ -79,18 +87,23 @@ void vw_sink_poll(vw_sink *s, int timeout_ms);
 /* The producer can deliver nothing more (a fatal error; raised already). */
 bool vw_sink_dead(const vw_sink *s);
 
-/* Failed deliveries waiting to be produced again. */
+/* Failed deliveries (and an aborted transaction's records) waiting to be
+ * produced again. */
 size_t vw_sink_pending(const vw_sink *s);
 
 /* Replay: results delivered (or written to the file) so far. */
 size_t vw_sink_done(const vw_sink *s);
 
+/* The producer's transactions (txn.h), the sink's; NULL unless
+ * opts.transactions. */
+vw_txn *vw_sink_txn(vw_sink *s);
+
 /* What the producer learnt of its brokers (the loop's start check). */
 const vw_kafka_health *vw_sink_health(const vw_sink *s);
 
 /* Flushes until deadline_ms (at least 1 s), purges what is left (left
- * uncommitted: the purged reports free their items) and destroys the client.
- * Idempotent. */
+ * uncommitted: the purged reports free their items) and destroys the client;
+ * a transaction still open is aborted first (by deadline_ms). Idempotent. */
 void vw_sink_close(vw_sink *s, int64_t deadline_ms);
 
 /* Closes if needed and frees the redo list; NULL is a no-op. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "poison.h"
 #include "service/clock.h"
 #include "source_conf.h"
 #include "rejoin.h"
@@ -35,6 +36,7 @@ struct vw_source {
     atomic_int log_calls;      /* librdkafka threads inside the log callback */
     atomic_bool log_abandoned; /* the consumer was left undestroyed: its log callback is off */
     bool kafka_debug;          /* the user set librdkafka's `debug`: print its debug lines */
+    vw_poison poison;          /* consume errors per partition (poison.h) */
     vw_kafka_health health;
 };
 
@@ -53,8 +55,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
 static void log_line(vw_source *s, const rd_kafka_t *rk, int level, const char *fac,
                      const char *buf) {
     vw_rejoin_log_line(&s->rejoin, fac, buf);
-    if (!strcmp(fac, "CGRPJOINSTATE") && !s->kafka_debug)
-        return;
+    if ((!strcmp(fac, "CGRPJOINSTATE") || vw_kafka_log_twin(fac)) && !s->kafka_debug)
+        return; /* a broker's failure: the error callback logs it (kafka_conf.h) */
     if (level >= 7 && !s->kafka_debug)
         return; /* debug lines we asked for ourselves */
     /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
@@ -214,7 +216,7 @@ static void commit_list(vw_source *s, rd_kafka_topic_partition_list_t *l, bool s
 }
 
 void vw_source_commit(vw_source *s, bool sync) {
-    if (s->o.replay ||
+    if (s->o.replay || s->o.txn_offsets ||
         (!sync && (s->commit_in_flight || vw_rejoin_commit_gated(&s->rejoin, vw_now_ms()))))
         return;
     rd_kafka_topic_partition_list_t *l = pending_commits(s, NULL);
@@ -235,13 +237,16 @@ static void revoke_partitions(vw_source *s, const rd_kafka_topic_partition_list_
     for (int i = 0; i < parts->cnt; i++) {
         s->o.hooks.drop(s->o.hooks.ctx, parts->elems[i].partition);
         vw_starts_remove(&s->starts, parts->elems[i].partition);
+        vw_poison_forget(&s->poison, parts->elems[i].partition);
     }
+    if (lost && s->o.hooks.lost)
+        s->o.hooks.lost(s->o.hooks.ctx, parts);
     if (!lost) {
         int64_t deadline = vw_now_ms() + s->o.cfg->delivery.revoke_wait_ms;
         if (s->stopping && s->stop_deadline_ms < deadline)
             deadline = s->stop_deadline_ms;
         s->o.hooks.settle(s->o.hooks.ctx, parts, deadline);
-        rd_kafka_topic_partition_list_t *l = pending_commits(s, parts);
+        rd_kafka_topic_partition_list_t *l = s->o.txn_offsets ? NULL : pending_commits(s, parts);
         if (l) {
             commit_list(s, l, true);
             rd_kafka_topic_partition_list_destroy(l);
@@ -401,6 +406,11 @@ vw_status vw_source_open(const vw_source_opts *o, vw_source **out, vw_err *err) 
         goto done;
     s->sticky_assignor = info.sticky_assignor;
     s->kafka_debug = info.kafka_debug;
+    VW_LOG(o->log, VW_LOG_INFO, "consumer",
+           "fetch bounds max_partition_fetch_bytes=%lld fetch_max_bytes=%lld "
+           "receive_message_max_bytes=%lld queued_max_messages_kbytes=%lld",
+           (long long)info.bounds.partition, (long long)info.bounds.fetch,
+           (long long)info.bounds.receive, (long long)info.bounds.queued_kb);
     rd_kafka_conf_set_opaque(conf, s);
     rd_kafka_conf_set_log_cb(conf, on_log);
     rd_kafka_conf_set_error_cb(conf, on_error);
@@ -485,6 +495,14 @@ void vw_source_pause(vw_source *s, int32_t partition) {
     rd_kafka_topic_partition_list_destroy(one);
 }
 
+bool vw_source_rebalancing(vw_source *s) {
+    return vw_rejoin_commits_held(&s->rejoin, vw_now_ms()) || vw_rejoin_rejoining(&s->rejoin);
+}
+
+rd_kafka_consumer_group_metadata_t *vw_source_group_metadata(vw_source *s) {
+    return s->rk ? rd_kafka_consumer_group_metadata(s->rk) : NULL;
+}
+
 const vw_kafka_health *vw_source_health(const vw_source *s) {
     return &s->health;
 }
@@ -535,22 +553,41 @@ void vw_source_reroute(vw_source *s) {
 
 /* A consumer error that ends the run: the client's fatal error (posted to the
  * consumer queue, not to the error callback), and in replay any error but the
- * end of a partition (e.g. the range's start deleted by retention meanwhile:
- * the range can no longer be read whole). */
-static bool ends_run(const vw_source *s, rd_kafka_resp_err_t e) {
-    return e == RD_KAFKA_RESP_ERR__FATAL || (s->o.replay && e != RD_KAFKA_RESP_ERR__PARTITION_EOF);
+ * end of a partition or an unreadable record (e.g. the range's start deleted
+ * by retention meanwhile: the range can no longer be read whole). */
+static bool ends_run(const vw_source *s, const rd_kafka_message_t *m) {
+    return m->err == RD_KAFKA_RESP_ERR__FATAL ||
+           (s->o.replay && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+            !vw_poison_unreadable(m, s->o.topic));
 }
 
-static void take(vw_source *s, rd_kafka_message_t *m) {
+/* Takes one message (and destroys it). Returns the partition an unreadable
+ * record sent elsewhere (the messages of it already taken from the queue are
+ * outdated), else -1. */
+static int32_t take(vw_source *s, rd_kafka_message_t *m) {
+    int32_t sought = -1;
     if (m->err) {
-        if (ends_run(s, m->err)) {
+        if (ends_run(s, m)) {
             VW_LOG(s->o.log, VW_LOG_ERROR, "consumer",
                    "consume error, stopping err=%s reason=\"%s\"", rd_kafka_err2name(m->err),
                    rd_kafka_message_errstr(m));
             VW_RAISE(s->o.fault, VW_EKAFKA,
                      m->err == RD_KAFKA_RESP_ERR__FATAL ? "kafka_fatal" : "consume_error",
                      "consumer: %s: %s", rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
-        } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || s->stopping) {
+            /* nothing to do: a stopping worker answers no more */
+        } else if (m->rkt && m->partition >= 0 &&
+                   !strcmp(rd_kafka_topic_name(m->rkt), s->o.topic)) {
+            vw_poison_env env = {s->rk,
+                                 s->o.topic,
+                                 s->o.log,
+                                 s->o.metrics,
+                                 s->o.fault,
+                                 s->o.cfg->delivery.start_timeout_ms,
+                                 s->o.hooks.unreadable,
+                                 s->o.hooks.ctx};
+            sought = vw_poison_error(&s->poison, &env, m);
+        } else {
             VW_LOG(s->o.log, VW_LOG_WARN, "consumer", "consume error err=%s reason=\"%s\"",
                    rd_kafka_err2name(m->err), rd_kafka_message_errstr(m));
         }
@@ -559,9 +596,14 @@ static void take(vw_source *s, rd_kafka_message_t *m) {
                                 no rebalance or delivery, maybe no statistics) */
         if (s->starts.n)     /* a record: its partition fetches */
             vw_starts_remove(&s->starts, m->partition);
+        uint64_t run = s->poison.n ? vw_poison_record(&s->poison, m->partition) : 0;
+        if (run)
+            VW_LOG(s->o.log, VW_LOG_INFO, "consumer", "consume errors over tp=%s:%d errors=%llu",
+                   s->o.topic, (int)m->partition, (unsigned long long)run);
         s->o.hooks.record(s->o.hooks.ctx, m);
     }
     rd_kafka_message_destroy(m);
+    return sought;
 }
 
 /* Intake is held (no record taken from s->mq, librdkafka's fetch queue
@@ -630,8 +672,21 @@ bool vw_source_poll(vw_source *s, size_t lane) {
         k = RECORDS;
     rd_kafka_message_t *batch[RECORDS];
     ssize_t got = k ? rd_kafka_consume_batch_queue(s->mq, 0, batch, k) : 0;
-    for (ssize_t i = 0; i < got; i++)
-        take(s, batch[i]);
+    int32_t sought[RECORDS]; /* partitions an unreadable record sent elsewhere */
+    size_t n_sought = 0;
+    for (ssize_t i = 0; i < got; i++) {
+        /* Taken before a seek of their partition: outdated, fetched again. */
+        bool outdated = false;
+        for (size_t j = 0; j < n_sought && !outdated; j++)
+            outdated = sought[j] == batch[i]->partition;
+        if (outdated) {
+            rd_kafka_message_destroy(batch[i]);
+            continue;
+        }
+        int32_t p = take(s, batch[i]);
+        if (p >= 0)
+            sought[n_sought++] = p;
+    }
     return more || (got > 0 && (size_t)got == k);
 }
 
@@ -713,5 +768,6 @@ void vw_source_free(vw_source *s) {
         return;
     vw_source_close(s, vw_now_ms());
     vw_starts_free(&s->starts);
+    vw_poison_free(&s->poison);
     free(s);
 }

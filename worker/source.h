@@ -9,10 +9,15 @@
  * its event loop: the source reaches the loop only through them, from inside
  * vw_source_poll (and vw_source_close, whose revoke runs them once more):
  *   record  a consumed record of an assigned partition (not while stopping);
+ *   unreadable  a record librdkafka cannot hand over (poison.h): its offset,
+ *           the error and librdkafka's reason; the source seeks past it;
  *   drop    a partition is being revoked: drop its queued work;
  *   settle  before a revoke's commit: let the revoked partitions' results
  *           finish (the loop collects, produces and serves deliveries) until
- *           none is on its way or deadline_ms.
+ *           none is on its way or deadline_ms (exactly_once: and end the open
+ *           transaction, which commits their offsets);
+ *   lost    (optional) an assignment is lost: nothing of it may be committed
+ *           (exactly_once: the open transaction is aborted).
  *
  * Ownership: vw_source_open/vw_source_free; everything in vw_source_opts is
  * borrowed and must outlive the source; the ledger is the loop's, lent for
@@ -21,9 +26,11 @@
  * threads; it touches atomics only). librdkafka serves the other callbacks
  * from vw_source_poll and vw_source_close.
  * Errors: VW_EKAFKA / VW_EINVAL / VW_ENOMEM from open, named; at run time a
- * fatal consumer error, a record outside its partition's queue, a consume
- * error in replay and out of memory while assigning are raised into the fault
- * record (fault.h).
+ * fatal consumer error, a record outside its partition's queue, a partition's
+ * consume errors for delivery.start_timeout_ms with no record between
+ * (partition_stalled), a consume error in replay other than an unreadable
+ * record, and out of memory while assigning are raised into the fault record
+ * (fault.h).
  */
 #ifndef VW_SOURCE_H
 #define VW_SOURCE_H
@@ -47,8 +54,11 @@ typedef struct vw_source vw_source;
 typedef struct vw_source_hooks {
     void *ctx;
     void (*record)(void *ctx, const rd_kafka_message_t *m);
+    void (*unreadable)(void *ctx, int32_t partition, int64_t offset, rd_kafka_resp_err_t e,
+                       const char *reason);
     void (*drop)(void *ctx, int32_t partition);
     void (*settle)(void *ctx, const rd_kafka_topic_partition_list_t *parts, int64_t deadline_ms);
+    void (*lost)(void *ctx, const rd_kafka_topic_partition_list_t *parts); /* may be NULL */
 } vw_source_hooks;
 
 typedef struct vw_source_opts {
@@ -62,6 +72,10 @@ typedef struct vw_source_opts {
     bool replay;          /* no group: vw_source_assign, no commits, no hooks but record */
     int wake_fd;          /* written when the event or record queue turns non-empty; -1: none */
     vw_source_hooks hooks;
+    /* delivery.mode exactly_once: offsets are committed by the producer's
+     * transactions (txn.h), never by the consumer (vw_source_commit and the
+     * revoke's commit do nothing). */
+    bool txn_offsets;
 } vw_source_opts;
 
 /* Opens the consumer (run: subscribes to the input topic). */
@@ -78,7 +92,7 @@ bool vw_source_poll(vw_source *s, size_t room);
 void vw_source_reroute(vw_source *s);
 
 /* Commits what the ledger allows; async unless sync (held while a rebalance
- * may run). No-op in replay. */
+ * may run). No-op in replay and with txn_offsets. */
 void vw_source_commit(vw_source *s, bool sync);
 
 /* Shutdown: pauses the assignment (never resumed); later revokes settle by
@@ -92,6 +106,17 @@ vw_status vw_source_assign(vw_source *s, const rd_kafka_topic_partition_list_t *
 bool vw_source_positions(vw_source *s, rd_kafka_topic_partition_list_t *l);
 /* Replay: stops fetching one partition of the input topic. */
 void vw_source_pause(vw_source *s, int32_t partition);
+
+/* The consumer's group metadata (member, generation) for
+ * rd_kafka_send_offsets_to_transaction; the caller destroys it
+ * (rd_kafka_consumer_group_metadata_destroy). NULL once closed. */
+rd_kafka_consumer_group_metadata_t *vw_source_group_metadata(vw_source *s);
+
+/* A rebalance may be running for this member (rejoin.h: it rejoins, or a
+ * hold after REBALANCE_IN_PROGRESS or a cooperative revoke): offsets sent now
+ * could carry a generation about to change (exactly_once waits to end its
+ * transaction; the revoke settle does not). */
+bool vw_source_rebalancing(vw_source *s);
 
 /* What the consumer learnt of its brokers (the loop's start check). */
 const vw_kafka_health *vw_source_health(const vw_source *s);

@@ -63,6 +63,62 @@ static vw_status check_protocol(const vw_config *cfg, vw_err *err) {
     return VW_OK;
 }
 
+/* What librdkafka may hold of the input, bounded from limits.max_request_bytes
+ * (M) unless the user set a property (docs/worker.md "Memory"):
+ *   max.partition.fetch.bytes  P = M + 64 KiB: one request and its key and headers
+ *   fetch.max.bytes            F = 2 P (at least the consumer's message.max.bytes)
+ *   receive.message.max.bytes  R = 2 F + 1 MiB: one Fetch response on the wire, also the
+ *                                  most a zstd batch may decompress to
+ *   queued.max.messages.kbytes Q = 2 F, in kB: records prefetched for all partitions
+ * A response may carry one batch larger than F (the broker returns the first
+ * batch whole), so R leaves room for the broker's default max.message.bytes
+ * (1 MiB) and more; a batch larger than R can never be fetched. */
+static vw_status fetch_bounds(const vw_config *cfg, rd_kafka_conf_t *conf, vw_bounds *b,
+                              vw_err *err) {
+    enum { SLACK = 64 * 1024, MIB = 1024 * 1024 };
+    const char *user_p = vw_kafka_consumer_prop(cfg, "max.partition.fetch.bytes");
+    if (!user_p)
+        user_p = vw_kafka_consumer_prop(cfg, "fetch.message.max.bytes");
+    const char *user_f = vw_kafka_consumer_prop(cfg, "fetch.max.bytes");
+    const char *user_r = vw_kafka_consumer_prop(cfg, "receive.message.max.bytes");
+    const char *user_q = vw_kafka_consumer_prop(cfg, "queued.max.messages.kbytes");
+    const char *user_m = vw_kafka_consumer_prop(cfg, "message.max.bytes");
+    int64_t m = cfg->limits.max_request_bytes, max_msg = user_m ? atoll(user_m) : 1000000;
+    b->partition = user_p ? atoll(user_p) : m + SLACK;
+    b->fetch = user_f ? atoll(user_f) : 2 * b->partition;
+    if (!user_f && b->fetch < max_msg)
+        b->fetch = max_msg; /* librdkafka refuses fetch.max.bytes < message.max.bytes */
+    b->receive = user_r ? atoll(user_r) : 2 * b->fetch + MIB;
+    if (user_r && !user_f && b->fetch + 512 > b->receive) /* librdkafka's rule */
+        b->fetch = b->receive > 1024 ? b->receive - 512 : 512;
+    b->queued_kb = user_q ? atoll(user_q) : (2 * b->fetch + 999) / 1000;
+    /* librdkafka's ranges: 1e9 for the fetch sizes, INT_MAX - 512 for fetch.max.bytes. */
+    if (b->fetch > 2147483135)
+        b->fetch = 2147483135;
+    if (b->receive > 2147483647)
+        b->receive = 2147483647;
+    char v[24];
+    vw_status st = VW_OK;
+    if (!user_p) {
+        snprintf(v, sizeof v, "%lld",
+                 (long long)(b->partition < 1000000000 ? b->partition : 1000000000));
+        st = vw_kafka_conf_set(conf, "max.partition.fetch.bytes", v, err);
+    }
+    if (!st && !user_f) {
+        snprintf(v, sizeof v, "%lld", (long long)b->fetch);
+        st = vw_kafka_conf_set(conf, "fetch.max.bytes", v, err);
+    }
+    if (!st && !user_r) {
+        snprintf(v, sizeof v, "%lld", (long long)b->receive);
+        st = vw_kafka_conf_set(conf, "receive.message.max.bytes", v, err);
+    }
+    if (!st && !user_q) {
+        snprintf(v, sizeof v, "%lld", (long long)b->queued_kb);
+        st = vw_kafka_conf_set(conf, "queued.max.messages.kbytes", v, err);
+    }
+    return st;
+}
+
 vw_status vw_source_conf(const vw_config *cfg, bool replay, rd_kafka_conf_t *conf,
                          vw_source_conf_info *info, vw_err *err) {
     vw_source_conf_info own;
@@ -80,6 +136,8 @@ vw_status vw_source_conf(const vw_config *cfg, bool replay, rd_kafka_conf_t *con
         st = vw_kafka_conf_set(conf, "statistics.interval.ms", stats, err);
     if (!st)
         st = vw_kafka_conf_set(conf, "client.id", "vela-worker", err);
+    if (!st)
+        st = fetch_bounds(cfg, conf, &info->bounds, err);
     if (!st)
         st = vw_kafka_conf_apply(conf, &cfg->kafka.common, NULL, err);
     if (!st)
@@ -106,6 +164,10 @@ vw_status vw_source_conf(const vw_config *cfg, bool replay, rd_kafka_conf_t *con
         st = vw_kafka_conf_set(conf, "enable.auto.offset.store", "false", err);
     if (!st)
         st = vw_kafka_conf_set(conf, "enable.partition.eof", "false", err);
+    /* Only committed requests are answered (the config refuses another value:
+     * service/config.c "pinned"). librdkafka's default, stated. */
+    if (!st)
+        st = vw_kafka_conf_set(conf, "isolation.level", "read_committed", err);
     if (st)
         return st;
     /* Only the sticky assignor keeps state (source.c destroy_would_abort);

@@ -18,8 +18,18 @@
 #include "service/log.h"
 #include "vw_status.h"
 
+/* What librdkafka may hold of the input (source_conf.c fetch_bounds), bytes
+ * but queued_kb (kB, librdkafka's unit). */
+typedef struct vw_bounds {
+    int64_t partition; /* max.partition.fetch.bytes */
+    int64_t fetch;     /* fetch.max.bytes */
+    int64_t receive;   /* receive.message.max.bytes */
+    int64_t queued_kb; /* queued.max.messages.kbytes */
+} vw_bounds;
+
 /* What the properties decided, for the source's own state. */
 typedef struct vw_source_conf_info {
+    vw_bounds bounds;     /* the fetch bounds (the user's where set) */
     bool kip848;          /* group.protocol consumer: the broker assigns (KIP-848) */
     bool sticky_assignor; /* partition.assignment.strategy may pick cooperative-sticky */
     bool kafka_debug;     /* the user set librdkafka's `debug`: print its debug lines */
@@ -29,8 +39,9 @@ typedef struct vw_source_conf_info {
  * under KIP-848), auto.offset.reset, statistics, client.id, the user's common
  * and consumer sections, cgrp debug lines (not in replay), the group id
  * (kafka.group.id, "vela-worker" when none, "vela-worker-replay" in replay),
- * no auto commit or offset store, no partition EOF. info (may be NULL)
- * receives what they decided. */
+ * no auto commit or offset store, no partition EOF, read_committed, and the
+ * fetch bounds from limits.max_request_bytes (vw_bounds; the user's
+ * properties win). info (may be NULL) receives what they decided. */
 vw_status vw_source_conf(const vw_config *cfg, bool replay, rd_kafka_conf_t *conf,
                          vw_source_conf_info *info, vw_err *err);
 

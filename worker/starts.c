@@ -1,5 +1,6 @@
 /* starts.c — partitions assigned but not yet fetching (see starts.h). */
 #include "starts.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +20,8 @@ static struct vw_start *find(vw_starts *s, int32_t partition) {
 vw_status vw_starts_add(vw_starts *s, int32_t partition, int64_t now_ms) {
     struct vw_start *e = find(s, partition);
     if (!e) {
-        if (s->n == s->cap) {
-            size_t cap = s->cap ? 2 * s->cap : 8;
-            struct vw_start *grown = realloc(s->items, cap * sizeof *grown);
-            if (!grown)
-                return VW_ENOMEM;
-            s->items = grown;
-            s->cap = cap;
-        }
+        if (vw_reserve((void **)&s->items, &s->cap, s->n + 1, sizeof *s->items))
+            return VW_ENOMEM;
         e = &s->items[s->n++];
         e->partition = partition;
     }

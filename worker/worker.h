@@ -49,8 +49,27 @@ vw_status vw_worker_new(const vw_config *cfg, const vw_log *log, vw_processor *p
  * then drains: stops fetching, finishes the batcher and the executor, produces
  * and flushes every result, commits, closes the consumer, all within
  * shutdown.grace_ms (work still unfinished then is left uncommitted, so it is
- * replayed later). VW_OK after a clean stop. */
+ * replayed later). *stop counts the signals: at 2 the drain ends at once, as
+ * if the grace period were over. Logs "shutdown requested: grace N ms, in
+ * flight M", every second "draining: answered A, left L", and last "stopped:
+ * answered A, left unanswered U" (docs/worker.md "Shutdown"). VW_OK after a
+ * stop (vw_worker_stop_report_get tells how it went), else the fault. */
 vw_status vw_worker_run(vw_worker *w, volatile sig_atomic_t *stop, vw_err *err);
+
+/* How a stop ended: every record in flight at the signal answered; the grace
+ * period over with some left; a second signal. */
+typedef enum vw_stop_end { VW_STOP_DRAINED = 0, VW_STOP_GRACE_OVER, VW_STOP_AT_ONCE } vw_stop_end;
+
+/* What a vw_worker_run that returned VW_OK did with the records in flight. */
+typedef struct vw_worker_stop_report {
+    vw_stop_end end;
+    size_t in_flight_at_signal; /* tracked and not yet answered at the signal */
+    uint64_t answered;          /* records answered (acknowledged) since */
+    size_t unanswered;          /* of those at the signal, left: not committed */
+    int64_t elapsed_ms;         /* from the signal to the clients' close */
+} vw_worker_stop_report;
+
+void vw_worker_stop_report_get(const vw_worker *w, vw_worker_stop_report *out);
 
 /* One replayed partition range [start, end) of the input topic. */
 typedef struct vw_replay_range {

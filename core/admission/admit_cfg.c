@@ -52,16 +52,22 @@ done:
 /* An integer member of obj; *out keeps its value when the key is absent and
  * required is false. */
 static vw_status get_int(const vw_json_doc *doc, const json_t *obj, const char *key, bool required,
-                         int64_t *out, const char *file, vw_err *err) {
+                         int64_t *out, const char *prefix, vw_err *err) {
     const json_t *v = json_object_get(obj, key);
     if (!v && !required)
         return VW_OK;
     const vw_jnum *num = vw_json_num(doc, v);
-    if (!num || !num->is_int || num->len > 12)
-        return VW_FAIL(err, VW_EINVAL, "bad_config", "%s: %s must be an integer", file, key);
-    *out = strtoll(num->lex, NULL, 10);
-    if (*out <= 0)
-        return VW_FAIL(err, VW_EINVAL, "bad_config", "%s: %s must be positive", file, key);
+    if (!num || !num->is_int)
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "config.json: %s%s must be an integer", prefix,
+                       key);
+    if (num->lex[0] == '-' || !strcmp(num->lex, "0"))
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "config.json: %s%s is %.*s, must be positive",
+                       prefix, key, (int)(num->len > 32 ? 32 : num->len), num->lex);
+    *out = num->len > 12 ? INT64_MAX : strtoll(num->lex, NULL, 10);
+    if (*out > VW_MAX_LENGTH_LIMIT)
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "config.json: %s%s is %.*s, exceeds 2^20 (%d)",
+                       prefix, key, (int)(num->len > 32 ? 32 : num->len), num->lex,
+                       VW_MAX_LENGTH_LIMIT);
     return VW_OK;
 }
 
@@ -77,7 +83,7 @@ static vw_status read_config(vw_admit_cfg *cfg, const char *text, size_t len, vw
         st = VW_FAIL(err, VW_EINVAL, "bad_config", "config.json: not an object");
         goto done;
     }
-    if ((st = get_int(doc, root, "max_length", true, &cfg->max_length, "config.json", err)))
+    if ((st = get_int(doc, root, "max_length", true, &cfg->max_length, "", err)))
         goto done;
     cfg->hybrid_rmax = 2048;
     cfg->window = 1800;
@@ -85,11 +91,11 @@ static vw_status read_config(vw_admit_cfg *cfg, const char *text, size_t len, vw
     layout = json_object_get(root, "span_layout");
     if (json_is_object(layout)) {
         int64_t above = -1;
-        if ((st = get_int(doc, layout, "hybrid_rmax", false, &cfg->hybrid_rmax, "span_layout",
+        if ((st = get_int(doc, layout, "hybrid_rmax", false, &cfg->hybrid_rmax, "span_layout.",
                           err)) ||
-            (st = get_int(doc, layout, "window", false, &cfg->window, "span_layout", err)) ||
-            (st = get_int(doc, layout, "stride", false, &cfg->stride, "span_layout", err)) ||
-            (st = get_int(doc, layout, "window_above", false, &above, "span_layout", err)))
+            (st = get_int(doc, layout, "window", false, &cfg->window, "span_layout.", err)) ||
+            (st = get_int(doc, layout, "stride", false, &cfg->stride, "span_layout.", err)) ||
+            (st = get_int(doc, layout, "window_above", false, &above, "span_layout.", err)))
             goto done;
         /* The runtime refuses a layout that windows other targets than it
          * does not repeat (docs/spec/request.md §9.9). */
@@ -100,7 +106,24 @@ static vw_status read_config(vw_admit_cfg *cfg, const char *text, size_t len, vw
         }
     } else if (layout && !json_is_null(layout)) {
         st = VW_FAIL(err, VW_EINVAL, "bad_config", "config.json: span_layout must be an object");
+        goto done;
     }
+    /* Windows cut targets longer than hybrid_rmax, each must fit the budget,
+     * and consecutive ones must overlap or touch (a stride past the window
+     * skips words): stride <= window <= hybrid_rmax <= max_length. A window of
+     * 10^9 passed verify and failed every long span request ("bad_plan"). */
+    if (cfg->stride > cfg->window)
+        st = VW_FAIL(err, VW_EINVAL, "bad_config",
+                     "config.json: span_layout.stride %lld exceeds span_layout.window %lld",
+                     (long long)cfg->stride, (long long)cfg->window);
+    else if (cfg->window > cfg->hybrid_rmax)
+        st = VW_FAIL(err, VW_EINVAL, "bad_config",
+                     "config.json: span_layout.window %lld exceeds span_layout.hybrid_rmax %lld",
+                     (long long)cfg->window, (long long)cfg->hybrid_rmax);
+    else if (cfg->hybrid_rmax > cfg->max_length)
+        st = VW_FAIL(err, VW_EINVAL, "bad_config",
+                     "config.json: span_layout.hybrid_rmax %lld exceeds max_length %lld",
+                     (long long)cfg->hybrid_rmax, (long long)cfg->max_length);
 done:
     vw_json_free(doc);
     return st;
@@ -231,6 +254,10 @@ void vw_admit_cfg_free(vw_admit_cfg *cfg) {
         return;
     vw_json_free(cfg->cal);
     free(cfg);
+}
+
+void vw_admit_cfg_set_max_tokens(vw_admit_cfg *cfg, int64_t max_request_tokens) {
+    cfg->max_request_tokens = max_request_tokens;
 }
 
 bool vw_admit_cfg_is_pii_type(const vw_admit_cfg *cfg, const char *name, size_t n) {

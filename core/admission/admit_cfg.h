@@ -24,6 +24,11 @@
 extern "C" {
 #endif
 
+/* The largest max_length and span_layout value accepted (2^20 tokens; the
+ * released decoders use 16,384): a plan's buffers follow it. Besides, stride
+ * <= window <= hybrid_rmax <= max_length ("bad_config" naming both keys). */
+#define VW_MAX_LENGTH_LIMIT (1 << 20)
+
 typedef enum vw_preset {
     VW_PRESET_PII = 0,
     VW_PRESET_HALU,
@@ -40,9 +45,9 @@ typedef struct vw_admit_cfg {
     int64_t window;             /* span_layout.window (1800) */
     int64_t stride;             /* span_layout.stride (1536) */
     bool broad;                 /* broad head present: file + non-empty calibration block */
-    size_t max_request_bytes;   /* 0: no limit (set by the caller after loading) */
+    size_t max_request_bytes;   /* 0: no limit */
     int64_t max_request_tokens; /* model tokens of one plan (vw_plan_cost), more: 413
-                                   (Decision 9); 0: no limit (set by the caller) */
+                                   (Decision 9); 0: no limit (vw_admit_cfg_set_max_tokens) */
     vw_json_doc *cal;           /* calibration.json, owned */
     const json_t *schema[VW_N_PRESETS]; /* *_schema objects, NULL when absent */
     const json_t *pii_types;            /* array of strings, or NULL */
@@ -58,6 +63,8 @@ vw_status vw_admit_cfg_parse(const char *config, size_t config_len, const char *
                              size_t calibration_len, bool broad_file, vw_admit_cfg **out,
                              vw_err *err);
 void vw_admit_cfg_free(vw_admit_cfg *cfg);
+/* The caller's limit on the model tokens of one plan (0: none). */
+void vw_admit_cfg_set_max_tokens(vw_admit_cfg *cfg, int64_t max_request_tokens);
 
 /* name (n bytes) is one of calibration pii_types. */
 bool vw_admit_cfg_is_pii_type(const vw_admit_cfg *cfg, const char *name, size_t n);

@@ -167,7 +167,7 @@ static vw_status write_object(vw_sbuf *sb, vw_jref r, vw_err *err) {
     size_t n = json_object_size(r.v);
     keyref small[16], *keys = n <= 16 ? small : malloc(n * sizeof *keys);
     if (!keys) {
-        sb->oom = true;
+        vw_sbuf_fail(sb);
         return VW_FAIL(err, VW_ENOMEM, "oom", "canonical JSON: %zu keys", n);
     }
     size_t i = 0;

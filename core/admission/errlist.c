@@ -1,5 +1,6 @@
 /* errlist.c — (loc, msg, type) triples (see errlist.h). */
 #include "errlist.h"
+#include "util/reserve.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -54,14 +55,8 @@ vw_status vw_loc_copy(vw_loc *dst, const vw_loc *src) {
 }
 
 vw_status vw_errlist_add(vw_errlist *l, vw_loc *loc, const char *msg, const char *type) {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 4;
-        vw_errent *it = realloc(l->items, cap * sizeof *it);
-        if (!it)
-            return VW_ENOMEM;
-        l->items = it;
-        l->cap = cap;
-    }
+    if (vw_reserve((void **)&l->items, &l->cap, l->n + 1, sizeof *l->items))
+        return VW_ENOMEM;
     char *m = strdup(msg);
     if (!m)
         return VW_ENOMEM;

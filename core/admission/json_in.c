@@ -6,6 +6,7 @@
  * canonical output (canonical_json.c), request semantics (request.c).
  */
 #include "json_in.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,14 +37,8 @@ typedef struct rewrite {
 } rewrite;
 
 static vw_status emit(rewrite *w, const char *p, size_t n) {
-    if (w->out_len + n + 1 > w->out_cap) {
-        size_t cap = (w->out_len + n + 1) * 2;
-        char *np = realloc(w->out, cap);
-        if (!np)
-            return VW_ENOMEM;
-        w->out = np;
-        w->out_cap = cap;
-    }
+    if (vw_reserve((void **)&w->out, &w->out_cap, w->out_len + n + 1, 1))
+        return VW_ENOMEM;
     memcpy(w->out + w->out_len, p, n);
     w->out_len += n;
     w->out[w->out_len] = 0;
@@ -72,16 +67,12 @@ static vw_status token_value(const char *p, size_t n, double *v) {
 }
 
 static vw_status grow_nums(rewrite *w) {
-    size_t cap = w->cap_nums ? w->cap_nums * 2 : 16;
-    vw_jnum *nn = realloc(w->nums, cap * sizeof *nn);
-    if (!nn)
+    /* nums and shifts share one capacity. */
+    size_t c1 = w->cap_nums, c2 = w->cap_nums;
+    if (vw_reserve((void **)&w->nums, &c1, w->n_nums + 1, sizeof *w->nums) ||
+        vw_reserve((void **)&w->shifts, &c2, w->n_nums + 1, sizeof *w->shifts))
         return VW_ENOMEM;
-    w->nums = nn;
-    shift *ns = realloc(w->shifts, cap * sizeof *ns);
-    if (!ns)
-        return VW_ENOMEM;
-    w->shifts = ns;
-    w->cap_nums = cap;
+    w->cap_nums = c1;
     return VW_OK;
 }
 

@@ -70,7 +70,7 @@ static vw_status invalid(ctx *c, const char *type, const char *seg1, const char 
         vw_sbuf_puts(&msg, text);
         free(text);
     } else {
-        msg.oom = true;
+        vw_sbuf_fail(&msg);
     }
     vw_loc loc = {0};
     vw_status s = vw_loc_add_str(&loc, "body", 4);

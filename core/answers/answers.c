@@ -1,6 +1,7 @@
 /* answers.c — head logits to per-question answer values (see answers.h;
  * docs/spec/answers.md §4, §6.6, §8.2). Never formats JSON. */
 #include "answers.h"
+#include "util/f64.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -213,7 +214,7 @@ vw_status vw_answer_span(const vw_cal *cal, const vw_span_answer_in *in, vw_answ
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        p[i] = vw_sigmoid(p[i] / t);
+        p[i] = vw_f64_sigmoid(p[i] / t);
     if ((st = vw_span_sparse_gate(cal, in->text, in->words, in->n_words, p, in->n_labels,
                                   &out->span_threshold, err)) != VW_OK ||
         (st = vw_span_decode(in->text, in->words, in->n_words, p, in->n_labels,

@@ -1,7 +1,8 @@
-/* calibration.c — calibration.json and the float64 answer arithmetic (see
- * calibration.h; docs/spec/answers.md §4). Never decodes spans or formats JSON. */
+/* calibration.c — calibration.json and the calibrated probabilities (see
+ * calibration.h; docs/spec/answers.md §4), on the float64 arithmetic of
+ * util/f64.h. Never decodes spans or formats JSON. */
 #include "calibration.h"
-#include "util/pairwise_sum.h"
+#include "util/f64.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -65,6 +66,26 @@ static vw_status get_positive(const json_t *v, const char *path, double *out, vw
     return st;
 }
 
+/* The ranges a value can have and still mean something (docs/backbone.md
+ * "Sense checks"): probabilities in [0, 1]; temperatures in [0.01, 100]
+ * (fitted ones are near 1: 0.29 to 1.38 in the known files; past 100 every
+ * probability is 0.5, under 0.01 every logit saturates); token counts in
+ * [1, 2^31); a logit offset within +-100 (sigmoid(100) is 1 in float64). */
+#define PROB 0.0, 1.0
+#define TEMP 0.01, 100.0
+#define TOKENS 1.0, 2147483647.0
+#define OFFSET -100.0, 100.0
+
+/* A finite number in [lo, hi]. */
+static vw_status get_range(const json_t *v, const char *path, double lo, double hi, double *out,
+                           vw_err *err) {
+    vw_status st = get_number(v, path, out, err);
+    if (st == VW_OK && !(*out >= lo && *out <= hi))
+        return VW_FAIL(err, VW_EINVAL, "bad_calibration",
+                       "calibration.json: %s is %.17g, outside [%.10g, %.10g]", path, *out, lo, hi);
+    return st;
+}
+
 /* A block that is absent, null or {} counts as absent (the reference tests `or None`). */
 static const json_t *optional_object(const json_t *root, const char *key, vw_err *err,
                                      vw_status *st) {
@@ -90,7 +111,7 @@ static vw_status parse_temperature(vw_cal *cal, vw_err *err) {
         const json_t *v = json_object_get(t, TYPE_NAMES[i]);
         char path[64];
         snprintf(path, sizeof path, "temperature.%s", TYPE_NAMES[i]);
-        if (v && get_positive(v, path, &cal->temperature[i], err) != VW_OK)
+        if (v && get_range(v, path, TEMP, &cal->temperature[i], err) != VW_OK)
             return VW_EINVAL;
     }
     return VW_OK;
@@ -111,7 +132,7 @@ static vw_status parse_thresholds(vw_cal *cal, vw_err *err) {
         char path[160];
         snprintf(path, sizeof path, "thresholds.%s", key);
         cal_entry *e = &cal->thresholds[cal->n_thresholds];
-        if (get_number(v, path, &e->value, err) != VW_OK)
+        if (get_range(v, path, PROB, &e->value, err) != VW_OK)
             return VW_EINVAL;
         e->key = key;
         cal->n_thresholds++;
@@ -158,10 +179,11 @@ static vw_status parse_length_rule(vw_cal *cal, vw_err *err) {
         char path[96];
         double nt = 0.0, th = 0.0;
         snprintf(path, sizeof path, "pii_length_rule.anchors[%zu].n_tokens", i);
-        if (get_positive(json_object_get(an, "n_tokens"), path, &nt, err) != VW_OK)
+        if (get_range(json_object_get(an, "n_tokens"), path, TOKENS, &nt, err) != VW_OK)
             return VW_EINVAL;
         snprintf(path, sizeof path, "pii_length_rule.anchors[%zu].threshold", i);
-        if (get_positive(json_object_get(an, "threshold"), path, &th, err) != VW_OK)
+        if (get_positive(json_object_get(an, "threshold"), path, &th, err) != VW_OK ||
+            get_range(json_object_get(an, "threshold"), path, PROB, &th, err) != VW_OK)
             return VW_EINVAL;
         cal->anchor_log_n[i] = log(nt);
         cal->anchor_log_t[i] = log(th);
@@ -198,10 +220,11 @@ static vw_status parse_buckets(vw_cal *cal, vw_err *err) {
                            "calibration.json: %s must be a string", path);
         cb->name = json_string_value(name);
         snprintf(path, sizeof path, "pii_buckets[%zu].max_tokens", i);
-        if (get_number(json_object_get(b, "max_tokens"), path, &cb->max_tokens, err) != VW_OK)
+        if (get_range(json_object_get(b, "max_tokens"), path, TOKENS, &cb->max_tokens, err) !=
+            VW_OK)
             return VW_EINVAL;
         snprintf(path, sizeof path, "pii_buckets[%zu].threshold", i);
-        if (get_number(json_object_get(b, "threshold"), path, &cb->threshold, err) != VW_OK)
+        if (get_range(json_object_get(b, "threshold"), path, PROB, &cb->threshold, err) != VW_OK)
             return VW_EINVAL;
     }
     cal->n_buckets = n;
@@ -216,16 +239,16 @@ static vw_status parse_gate(vw_cal *cal, vw_err *err) {
         return st;
     const json_t *k = json_object_get(g, "K");
     cal->gate_k = -1.0; /* the reference's default: disabled */
-    if (k && get_number(k, "pii_sparse_gate.K", &cal->gate_k, err) != VW_OK)
+    if (k && get_range(k, "pii_sparse_gate.K", -1.0, 2147483647.0, &cal->gate_k, err) != VW_OK)
         return VW_EINVAL;
     if (cal->gate_k < 0)
         return VW_OK;
-    if (get_number(json_object_get(g, "t_sparse"), "pii_sparse_gate.t_sparse", &cal->gate_t_sparse,
-                   err) != VW_OK)
+    if (get_range(json_object_get(g, "t_sparse"), "pii_sparse_gate.t_sparse", PROB,
+                  &cal->gate_t_sparse, err) != VW_OK)
         return VW_EINVAL;
     cal->gate_probe = 0.5;
     const json_t *p = json_object_get(g, "probe_threshold");
-    if (p && get_number(p, "pii_sparse_gate.probe_threshold", &cal->gate_probe, err) != VW_OK)
+    if (p && get_range(p, "pii_sparse_gate.probe_threshold", PROB, &cal->gate_probe, err) != VW_OK)
         return VW_EINVAL;
     cal->has_gate = true;
     return VW_OK;
@@ -236,10 +259,10 @@ static vw_status parse_broad(vw_cal *cal, vw_err *err) {
     const json_t *b = optional_object(cal->root, "broad_head", err, &st);
     if (!b)
         return st;
-    if (get_positive(json_object_get(b, "temperature"), "broad_head.temperature",
-                     &cal->broad_temperature, err) != VW_OK ||
-        get_number(json_object_get(b, "threshold"), "broad_head.threshold", &cal->broad_threshold,
-                   err) != VW_OK)
+    if (get_range(json_object_get(b, "temperature"), "broad_head.temperature", TEMP,
+                  &cal->broad_temperature, err) != VW_OK ||
+        get_range(json_object_get(b, "threshold"), "broad_head.threshold", PROB,
+                  &cal->broad_threshold, err) != VW_OK)
         return VW_EINVAL;
     const json_t *sets = json_object_get(b, "router_label_sets");
     if (sets && !json_is_array(sets))
@@ -268,12 +291,11 @@ static vw_status parse_noul(vw_cal *cal, vw_err *err) {
     const json_t *b = optional_object(cal->root, "noul_calibration", err, &st);
     if (!b)
         return st;
-    if (get_number(json_object_get(b, "T"), "noul_calibration.T", &cal->noul_t, err) != VW_OK ||
-        get_number(json_object_get(b, "b"), "noul_calibration.b", &cal->noul_b, err) != VW_OK)
+    if (get_range(json_object_get(b, "T"), "noul_calibration.T", TEMP, &cal->noul_t, err) !=
+            VW_OK ||
+        get_range(json_object_get(b, "b"), "noul_calibration.b", OFFSET, &cal->noul_b, err) !=
+            VW_OK)
         return VW_EINVAL;
-    if (cal->noul_t == 0.0)
-        return VW_FAIL(err, VW_EINVAL, "bad_calibration",
-                       "calibration.json: noul_calibration.T must not be 0");
     const json_t *d = json_object_get(b, "default");
     if (d && !json_is_boolean(d))
         return VW_FAIL(err, VW_EINVAL, "bad_calibration",
@@ -582,98 +604,15 @@ double vw_cal_noul(const vw_cal *cal, double p, bool enabled) {
     return 1.0 / (1.0 + exp(-(logit / cal->noul_t + cal->noul_b)));
 }
 
-/* ---- float64 arithmetic --------------------------------------------------- */
-
-/* NumPy's pairwise sum in float64 (pairwise_sum.h). */
-VW_DEFINE_PAIRWISE_SUM(, vw_sum_pairwise, double)
-
-/* Shewchuk's exact partials with the final half-even correction, as CPython's
- * math.fsum does for finite inputs. Non-overlapping float64 partials cover at
- * most ~2100 bits (about 40 doubles), so 48 slots never overflow. */
-typedef struct fsum_acc {
-    double partials[48];
-    size_t n;
-} fsum_acc;
-
-static void fsum_add(fsum_acc *a, double v) {
-    size_t i = 0;
-    for (size_t j = 0; j < a->n; j++) {
-        double y = a->partials[j];
-        if (fabs(v) < fabs(y)) {
-            double t = v;
-            v = y;
-            y = t;
-        }
-        double hi = v + y;
-        double lo = y - (hi - v);
-        if (lo != 0.0)
-            a->partials[i++] = lo;
-        v = hi;
-    }
-    a->n = i;
-    a->partials[a->n++] = v;
-}
-
-static double fsum_result(const fsum_acc *a) {
-    size_t np = a->n;
-    const double *partials = a->partials;
-    if (np == 0)
-        return 0.0;
-    double lo = 0.0;
-    double hi = partials[--np];
-    while (np > 0) {
-        double v = hi, y = partials[--np];
-        hi = v + y;
-        double yr = hi - v;
-        lo = y - yr;
-        if (lo != 0.0)
-            break;
-    }
-    /* Round half to even across the partials left below the break. */
-    if (np > 0 && ((lo < 0.0 && partials[np - 1] < 0.0) || (lo > 0.0 && partials[np - 1] > 0.0))) {
-        double y = lo * 2.0;
-        double v = hi + y;
-        double yr = v - hi;
-        if (y == yr)
-            hi = v;
-    }
-    return hi;
-}
-
-double vw_fsum(const double *x, size_t n) {
-    fsum_acc a = {.n = 0};
-    for (size_t k = 0; k < n; k++)
-        fsum_add(&a, x[k]);
-    return fsum_result(&a);
-}
-
-double vw_sigmoid(double x) {
-    return 1.0 / (1.0 + exp(-x));
-}
-
-void vw_softmax(const double *z, size_t n, double t, double *p) {
-    double mx = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        p[i] = z[i] / t;
-        if (p[i] > mx)
-            mx = p[i];
-    }
-    for (size_t i = 0; i < n; i++)
-        p[i] = exp(p[i] - mx);
-    double sum = vw_sum_pairwise(p, n);
-    for (size_t i = 0; i < n; i++)
-        p[i] /= sum;
-}
-
 void vw_cal_choice(const vw_cal *cal, const double *z, size_t n, bool with_abstain, double *probs,
                    vw_choice_stats *st) {
     double t = cal->temperature[VW_CAL_CHOICE];
     st->abstain = 0.0;
     if (with_abstain) {
-        vw_softmax(z, n + 1, t, probs);
+        vw_f64_softmax(z, n + 1, t, probs);
         st->abstain = probs[n];
     }
-    vw_softmax(z, n, t, probs);
+    vw_f64_softmax(z, n, t, probs);
     st->pick = 0;
     for (size_t i = 1; i < n; i++)
         if (z[i] > z[st->pick])
@@ -697,24 +636,23 @@ void vw_cal_choice(const vw_cal *cal, const double *z, size_t n, bool with_absta
 
 double vw_cal_noul_yes(const vw_cal *cal, double z_no, double z_yes) {
     double z[2] = {z_no, z_yes}, p[2];
-    vw_softmax(z, 2, cal->temperature[VW_CAL_CHOICE], p);
+    vw_f64_softmax(z, 2, cal->temperature[VW_CAL_CHOICE], p);
     return p[1];
 }
 
 void vw_cal_score(const vw_cal *cal, const double *z, size_t n, double *probs, double *score,
                   double *confidence) {
-    vw_softmax(z, n, cal->temperature[VW_CAL_SCORE], probs);
-    fsum_acc a = {.n = 0};
+    vw_f64_softmax(z, n, cal->temperature[VW_CAL_SCORE], probs);
+    vw_f64_fsum_acc m = {.n = 0}, v = {.n = 0};
     for (size_t i = 0; i < n; i++)
-        fsum_add(&a, (double)i * probs[i]);
-    double mean = fsum_result(&a);
-    a.n = 0;
+        vw_f64_fsum_add(&m, (double)i * probs[i]);
+    double mean = vw_f64_fsum_result(&m);
     for (size_t i = 0; i < n; i++) {
         /* Python's (i - mean) ** 2 is pow(x, 2.0), which rounds exactly like x * x. */
         double d = (double)i - mean;
-        fsum_add(&a, probs[i] * (d * d));
+        vw_f64_fsum_add(&v, probs[i] * (d * d));
     }
-    double var = fsum_result(&a);
+    double var = vw_f64_fsum_result(&v);
     *score = mean;
     double c = 1.0 - var / ((double)(n * n - 1) / 12.0);
     *confidence = c < 0.0 ? 0.0 : (c > 1.0 ? 1.0 : c);
@@ -723,5 +661,5 @@ void vw_cal_score(const vw_cal *cal, const double *z, size_t n, double *probs, d
 void vw_cal_set_probs(const vw_cal *cal, const double *z, size_t n, double *probs) {
     double t = cal->temperature[VW_CAL_SET];
     for (size_t i = 0; i < n; i++)
-        probs[i] = vw_sigmoid(z[i] / t);
+        probs[i] = vw_f64_sigmoid(z[i] / t);
 }

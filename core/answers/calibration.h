@@ -1,5 +1,5 @@
-/* calibration.h — a Vela 2.0 package's calibration.json and the float64 answer
- * arithmetic that uses it (docs/spec/answers.md §4).
+/* calibration.h — a Vela 2.0 package's calibration.json and the calibrated
+ * probabilities it gives (docs/spec/answers.md §4).
  *
  * Owns: parsing calibration.json (every key the answer side reads: temperature,
  * thresholds, pii_types, pii_length_rule, pii_buckets, pii_sparse_gate,
@@ -9,9 +9,8 @@
  * optional Noul calibration (§4.8). Never: head math (heads.h), span decoding
  * (span_decode.h), JSON output.
  *
- * Numerics follow the reference (NumPy float64): x / T elementwise, softmax as
- * exp(v - max) / sum with NumPy's pairwise summation, sigmoid 1 / (1 + exp(-x)),
- * the Score moments with an exactly rounded sum (Python math.fsum).
+ * Numerics follow the reference (NumPy float64): x / T elementwise, then the
+ * softmax, sigmoid and exactly rounded sums of util/f64.h.
  *
  * Ownership: vw_cal_load / vw_cal_parse return a vw_cal the caller releases with
  * vw_cal_free. Strings returned by accessors are borrowed from the vw_cal.
@@ -137,17 +136,6 @@ const char *vw_span_threshold_name(const vw_span_threshold *t, const char *key, 
 /* The optional Noul calibration sigmoid(logit(clip(p)) / T + b) when enabled and
  * the block exists; p unchanged otherwise. */
 double vw_cal_noul(const vw_cal *cal, double p, bool enabled);
-
-/* ---- float64 arithmetic (pure; inputs must be finite, the caller checks) ---- */
-
-/* NumPy's pairwise sum of x[0..n) (float64), bit for bit. */
-double vw_sum_pairwise(const double *x, size_t n);
-/* Python math.fsum: the correctly rounded sum of x[0..n). */
-double vw_fsum(const double *x, size_t n);
-/* 1 / (1 + exp(-x)). */
-double vw_sigmoid(double x);
-/* p[i] = softmax(z / t)[i], i < n (n >= 1); p and z may alias. */
-void vw_softmax(const double *z, size_t n, double t, double *p);
 
 typedef struct vw_choice_stats {
     size_t pick;       /* argmax of the raw z[0..n) (first on ties) */

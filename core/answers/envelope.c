@@ -91,7 +91,7 @@ static bool write_answer(vw_sbuf *sb, const vw_question *q, const vw_answer *a, 
             size_t n = q->id.n + 1 + q->options[k].name.n;
             char *key = malloc(n + 1);
             if (!key) {
-                sb->oom = true;
+                vw_sbuf_fail(sb);
                 return true;
             }
             memcpy(key, q->id.p, q->id.n);

@@ -4,6 +4,7 @@
  * state handling. */
 #include "backbone_cpu.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "backbone_cpu_impl.h"
 #include "delta_rule.h"
 #include "ops_cpu.h"
+#include "ops_par.h"
 
 /* ---- load ---------------------------------------------------------------- */
 
@@ -86,6 +88,7 @@ static vw_status load_layer(const cpu_model *m, const vw_bundle *b, int l, const
 static void model_free(cpu_model *m) {
     if (!m)
         return;
+    vw_pool_free(m->pool);
     free(m->layers);
     free(m->arena);
     free(m);
@@ -140,22 +143,29 @@ typedef struct call_mem {
 } call_mem;
 
 /* One allocation for a call: scratch for segments <= T tokens after <= P
- * prefix tokens, the prefix state and a block's copy of the GDN state. */
+ * prefix tokens and the pool's workers, the prefix state and a block's copy
+ * of the GDN state. */
 static vw_status call_alloc(const cpu_model *m, size_t T, size_t P, call_mem *cm, vw_err *err) {
     const size_t big = m->d.gdn_in > m->d.attn_in ? m->d.gdn_in : m->d.attn_in;
     const size_t core = m->d.vd > m->d.Hq * m->d.hd ? m->d.vd : m->d.Hq * m->d.hd;
+    const size_t workers = vw_pool_threads(m->pool);
+    const size_t mlp_rows = T < VW_MLP_ROWS ? T : VW_MLP_ROWS;
+    const size_t window = (T + VW_GDN_CHUNK - 1) / VW_GDN_CHUNK < VW_GDN_WINDOW
+                              ? (T + VW_GDN_CHUNK - 1) / VW_GDN_CHUNK
+                              : VW_GDN_WINDOW;
     size_t sizes[] = {T * m->d.H,
                       T * m->d.H,
                       T * big,
                       T * m->d.cd,
                       T * core,
                       T * 2 * m->d.Hv,
-                      (size_t)VW_MLP_ROWS * 2 * m->d.F,
+                      mlp_rows * 2 * m->d.F,
                       T * m->d.rot / 2,
                       T * m->d.rot / 2,
                       m->d.Hq * T * m->d.hd,
-                      (size_t)VW_ATTN_TILE * (P + T),
-                      vw_gdn_workspace_floats(m->d.dk, m->d.dv),
+                      workers * VW_ATTN_TILE * (P + T),
+                      workers * VW_GDN_CHUNK * VW_GDN_CHUNK,
+                      m->d.n_gdn ? m->d.Hv * window * vw_gdn_chunk_floats(m->d.dk, m->d.dv) : 0,
                       2 * m->d.Hk * T * m->d.hd,
                       m->d.n_gdn * m->gdn_state,
                       m->d.n_gdn * m->gdn_state,
@@ -170,22 +180,37 @@ static vw_status call_alloc(const cpu_model *m, size_t T, size_t P, call_mem *cm
                        "prefix; split the batch",
                        total * sizeof(float) >> 20, T, P);
     cpu_scratch *sc = &cm->sc;
-    sc->cap_T = T, sc->cap_past = P;
-    float **dst[] = {&sc->h,     &sc->x,          &sc->big,       &sc->conv,
-                     &sc->core,  &sc->gb,         &sc->mlp,       &sc->cos_t,
-                     &sc->sin_t, &sc->Q,          &sc->scores,    &sc->gdn_ws,
-                     &sc->kv,    &cm->prefix_gdn, &cm->block_gdn, &cm->prefix_kv};
+    sc->cap_T = T, sc->cap_past = P, sc->workers = workers;
+    float **dst[] = {&sc->h,         &sc->x,        &sc->big,        &sc->conv,  &sc->core,
+                     &sc->gb,        &sc->mlp,      &sc->cos_t,      &sc->sin_t, &sc->Q,
+                     &sc->scores,    &sc->gdn_L,    &sc->gdn_chunks, &sc->kv,    &cm->prefix_gdn,
+                     &cm->block_gdn, &cm->prefix_kv};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         *dst[i] = take(&p, sizes[i]);
     return VW_OK;
 }
 
+typedef struct readout_job {
+    const cpu_model *m;
+    const float *h;
+    const int32_t *idx;
+    float *rows;
+} readout_job;
+
+static void readout_rows(void *ctx, size_t r0, size_t r1, unsigned wk) {
+    (void)wk;
+    const readout_job *j = ctx;
+    const size_t H = j->m->d.H;
+    for (size_t i = r0; i < r1; i++)
+        vw_rmsnorm(j->h + (size_t)j->idx[i] * H, H, j->rows + i * H, H, 1, H, j->m->final_norm,
+                   j->m->c.rms_eps);
+}
+
 /* Final RMSNorm of the readout rows of h into rows. */
 static float *readouts(const cpu_model *m, const float *h, const int32_t *idx, size_t n,
                        float *rows) {
-    for (size_t i = 0; i < n; i++)
-        vw_rmsnorm(h + (size_t)idx[i] * m->d.H, m->d.H, rows + i * m->d.H, m->d.H, 1, m->d.H,
-                   m->final_norm, m->c.rms_eps);
+    readout_job j = {.m = m, .h = h, .idx = idx, .rows = rows};
+    vw_par_rows(m->pool, n, 16, readout_rows, &j);
     return rows + n * m->d.H;
 }
 
@@ -248,21 +273,40 @@ static void cpu_destroy(vw_executor *ex) {
 static const vw_executor_ops cpu_ops = {
     .name = "cpu", .forward = cpu_forward, .destroy = cpu_destroy};
 
-vw_status vw_backbone_cpu_new(const vw_bundle *b, vw_executor **out, vw_err *err) {
+vw_status vw_backbone_cpu_new_threads(const vw_bundle *b, unsigned threads, vw_executor **out,
+                                      vw_err *err) {
     *out = NULL;
+    if (threads > VW_POOL_MAX_THREADS)
+        return VW_FAIL(err, VW_EINVAL, "bad_threads", "cpu backbone: %u threads (at most %d)",
+                       threads, VW_POOL_MAX_THREADS);
     vw_executor *ex = calloc(1, sizeof *ex);
     if (!ex)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "executor");
     cpu_model *m = NULL;
     vw_status st = model_load(b, &m, err);
+    if (st == VW_OK)
+        st = vw_pool_new(threads ? threads : vw_cpu_count(), &m->pool, err);
     if (st != VW_OK) {
+        model_free(m);
         free(ex);
         return st;
     }
+    /* The pool is the only threading: each GEMM tile is one single-threaded
+     * OpenBLAS call (ops_par.h). Process-wide, so other OpenBLAS users in the
+     * process (the CPU heads) run single-threaded on their own threads too. */
+    openblas_set_num_threads(1);
     ex->ops = &cpu_ops;
     ex->hidden = m->d.H;
     ex->vocab = m->c.vocab;
     ex->impl = m;
     *out = ex;
     return VW_OK;
+}
+
+vw_status vw_backbone_cpu_new(const vw_bundle *b, vw_executor **out, vw_err *err) {
+    return vw_backbone_cpu_new_threads(b, 0, out, err);
+}
+
+unsigned vw_backbone_cpu_threads(const vw_executor *ex) {
+    return ex && ex->ops == &cpu_ops ? vw_pool_threads(((const cpu_model *)ex->impl)->pool) : 0;
 }

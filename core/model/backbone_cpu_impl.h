@@ -1,6 +1,10 @@
 /* backbone_cpu_impl.h — internal to the CPU backbone (backbone_cpu.c loads
  * weights and drives trees; backbone_layers.c runs one segment through the
- * layers). Not a public contract: only those two files include it.
+ * layers, backbone_gdn.c the Gated DeltaNet mixer). Not a public contract:
+ * only those files include it.
+ *
+ * Threads: every stage is a run of the model's pool (util/pool.h, ops_par.h);
+ * per-worker scratch is indexed by the pool's worker index.
  *
  * Shapes: the widths of vw_qwen35_dims (qwen35_config.h): H hidden, F ffn,
  * Hq/Hk attention heads of hd, Hv/Hkl GDN heads of dv/dk, kd = Hkl*dk,
@@ -13,6 +17,7 @@
 #include <stdint.h>
 
 #include "qwen35_config.h"
+#include "util/pool.h"
 
 typedef struct gdn_w {
     float *in;      /* [cd + vd + 2*Hv, H]: rows qkv | z | b | a */
@@ -46,13 +51,14 @@ typedef struct cpu_model {
     float *embed;      /* [vocab, H] */
     float *final_norm; /* [H], 1 + w */
     layer_w *layers;
-    float *arena; /* owns every weight */
+    float *arena;  /* owns every weight */
+    vw_pool *pool; /* owned: the executor's threads */
 } cpu_model;
 
 /* Scratch for one forward call, sized for segments of <= cap_T tokens with
- * <= cap_past prefix tokens before them. */
+ * <= cap_past prefix tokens before them, and for `workers` pool workers. */
 typedef struct cpu_scratch {
-    size_t cap_T, cap_past;
+    size_t cap_T, cap_past, workers;
     float *h, *x;         /* [T, H] residual stream, normed rows */
     float *big;           /* [T, max(gdn_in, attn_in)] stacked projections */
     float *conv;          /* [T, cd] */
@@ -61,12 +67,15 @@ typedef struct cpu_scratch {
     float *mlp;           /* [VW_MLP_ROWS, 2*F] */
     float *cos_t, *sin_t; /* [T, rot/2] */
     float *Q;             /* [Hq, T, hd] */
-    float *scores;        /* [VW_ATTN_TILE, cap_past + T] */
-    float *gdn_ws;        /* vw_gdn_workspace_floats */
+    float *scores;        /* per worker [VW_ATTN_TILE, cap_past + T] */
+    float *gdn_L;         /* per worker [VW_GDN_CHUNK^2] */
+    float *gdn_chunks;    /* [<= VW_GDN_WINDOW, Hv] chunk records (delta_rule.h) */
     float *kv;            /* [2, Hk, T, hd] K/V of a block (not kept) */
 } cpu_scratch;
 
-enum { VW_MLP_ROWS = 256, VW_ATTN_TILE = 128 };
+/* MLP rows per pass (the [rows, 2F] buffer); attention query rows per task;
+ * delta-rule chunks prepared per pass (the chunk records' memory). */
+enum { VW_MLP_ROWS = 512, VW_ATTN_TILE = 128, VW_GDN_WINDOW = 8 };
 
 /* One run of T tokens at positions pos0.. through every layer. */
 typedef struct cpu_segment {
@@ -82,5 +91,10 @@ typedef struct cpu_segment {
 
 /* Leaves the final residual stream (before the final norm) in sc->h [T, H]. */
 void vw_cpu_run_segment(const cpu_model *m, cpu_scratch *sc, const cpu_segment *seg);
+
+/* §3.5: Gated DeltaNet over sc->x [T, H]; adds its output into h [T, H];
+ * state: the layer's S then conv history (cpu_model.gdn_state floats). */
+void vw_cpu_gdn_layer(const cpu_model *m, const gdn_w *w, cpu_scratch *sc, size_t T, float *state,
+                      float *h);
 
 #endif

@@ -2,6 +2,7 @@
  * bundle.h). Owns the file mappings, parsed JSON and the tensor index; never
  * converts backbone weights (the backends do that) and never runs a model. */
 #include "bundle.h"
+#include "bundle_files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,11 +13,6 @@
 
 #include "util/sbuf.h"
 #include "util/sha256.h"
-
-#define MANIFEST "MODEL_MANIFEST.json"
-#define SUMS "SHA256SUMS"
-#define INDEX "model.safetensors.index.json"
-#define BROAD "broad_head.safetensors"
 
 typedef struct entry {
     const char *name;
@@ -46,130 +42,6 @@ struct vw_bundle {
 };
 
 static const char *const prefixes[] = {"backbone.", "model.language_model.", "model.", ""};
-
-/* ---- files --------------------------------------------------------------- */
-
-/* dir/name resolved; refuses names that leave the directory, before or after
- * resolving symlinks. *out is malloc'd. */
-static vw_status resolve(const char *dir, const char *name, char **out, vw_err *err) {
-    *out = NULL;
-    size_t nl = strlen(name);
-    int dotdot = !strcmp(name, "..") || !strncmp(name, "../", 3) || strstr(name, "/../") ||
-                 (nl >= 3 && !strcmp(name + nl - 3, "/.."));
-    if (!nl || name[0] == '/' || dotdot)
-        return VW_FAIL(err, VW_EINVAL, "path_escape", "file name '%s' leaves the bundle directory",
-                       name);
-    char joined[PATH_MAX], real[PATH_MAX];
-    if (snprintf(joined, sizeof joined, "%s/%s", dir, name) >= (int)sizeof joined)
-        return VW_FAIL(err, VW_EINVAL, "path_escape", "path of '%s' is too long", name);
-    if (!realpath(joined, real))
-        return VW_FAIL(err, VW_EIO, "missing_file", "bundle file %s: %s", name, strerror(errno));
-    size_t dl = strlen(dir);
-    if (strncmp(real, dir, dl) || real[dl] != '/')
-        return VW_FAIL(err, VW_EINVAL, "path_escape",
-                       "bundle file %s resolves to %s, outside the bundle directory %s", name, real,
-                       dir);
-    if (!(*out = strdup(real)))
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "%s", name);
-    return VW_OK;
-}
-
-static vw_status read_all(const char *path, const char *name, char **buf, size_t *len,
-                          vw_err *err) {
-    *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return VW_FAIL(err, VW_EIO, "missing_file", "bundle file %s: %s", name, strerror(errno));
-    vw_status st = VW_OK;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = VW_FAIL(err, VW_EIO, "bad_file", "bundle file %s cannot be read", name);
-        goto done;
-    }
-    if (!(*buf = malloc((size_t)n + 1))) {
-        st = VW_FAIL(err, VW_ENOMEM, "out_of_memory", "reading %s", name);
-        goto done;
-    }
-    if (fread(*buf, 1, (size_t)n, f) != (size_t)n) {
-        st = VW_FAIL(err, VW_EIO, "bad_file", "bundle file %s: short read", name);
-        goto done;
-    }
-    (*buf)[n] = '\0';
-    *len = (size_t)n;
-done:
-    if (st != VW_OK) {
-        free(*buf);
-        *buf = NULL;
-    }
-    fclose(f);
-    return st;
-}
-
-/* Reads dir/name (absent -> missing_file) into *buf (NUL-terminated). */
-static vw_status load_bytes(const char *dir, const char *name, char **buf, size_t *len,
-                            vw_err *err) {
-    char *path = NULL;
-    *buf = NULL;
-    vw_status st = resolve(dir, name, &path, err);
-    if (st == VW_OK)
-        st = read_all(path, name, buf, len, err);
-    free(path);
-    return st;
-}
-
-/* Parses a file's bytes as a JSON object. */
-static vw_status parse_object(const char *name, const char *buf, size_t len, json_t **out,
-                              vw_err *err) {
-    json_error_t je;
-    *out = json_loadb(buf, len, 0, &je);
-    if (json_is_object(*out))
-        return VW_OK;
-    vw_status st = VW_FAIL(err, VW_EINVAL, "bad_json", "bundle file %s: %s", name,
-                           *out ? "not a JSON object" : je.text);
-    json_decref(*out);
-    *out = NULL;
-    return st;
-}
-
-/* Reads and parses dir/name as a JSON object (absent -> missing_file). */
-static vw_status load_json(const char *dir, const char *name, json_t **out, vw_err *err) {
-    char *buf = NULL;
-    size_t len = 0;
-    *out = NULL;
-    vw_status st = load_bytes(dir, name, &buf, &len, err);
-    if (st == VW_OK)
-        st = parse_object(name, buf, len, out, err);
-    free(buf);
-    return st;
-}
-
-/* SHA256SUMS lines "<hex>  <name>" (or " *<name>") into a name -> hex object. */
-static vw_status parse_sums(const char *dir, json_t **out, vw_err *err) {
-    *out = json_object();
-    char *path = NULL, *buf = NULL;
-    size_t len = 0;
-    if (!*out)
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", SUMS);
-    if (resolve(dir, SUMS, &path, NULL) != VW_OK)
-        return VW_OK; /* optional */
-    vw_status st = read_all(path, SUMS, &buf, &len, err);
-    for (char *line = buf, *next; st == VW_OK && line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        char hex[65], name[PATH_MAX];
-        if (sscanf(line, "%64s %4095[^\r\n]", hex, name) != 2)
-            continue;
-        const char *nm = name[0] == '*' ? name + 1 : name;
-        if (strlen(hex) != 64 || json_object_set_new(*out, nm, json_string(hex)))
-            st = VW_FAIL(err, VW_EINVAL, "bad_manifest", SUMS ": bad line for %s", nm);
-    }
-    free(buf);
-    free(path);
-    return st;
-}
 
 /* Files the bundle keeps in memory: they are hashed from these bytes, the
  * bytes that are then used, never read again from disk. */
@@ -201,7 +73,8 @@ static vw_status verify_file(const char *dir, const char *name, const mem_file *
     for (int i = 0; i < N_MEM && !m; i++)
         if (!strcmp(mem[i].name, name))
             m = &mem[i];
-    vw_status st = m ? vw_sha256_hex(m->buf, m->len, hex, err) : resolve(dir, name, &path, err);
+    vw_status st = m ? vw_sha256_hex(m->buf, m->len, hex, err)
+                     : vw_bundle_files_resolve(dir, name, &path, err);
     if (st == VW_OK && !m)
         st = vw_sha256_file(path, hex, err);
     for (int i = 0; i < 2 && st == VW_OK; i++) {
@@ -445,7 +318,7 @@ static vw_status open_weights(vw_bundle *b, const char **shards, size_t n, int h
     vw_status st = VW_OK;
     char *path = NULL;
     for (size_t i = 0; i < n && st == VW_OK; i++) {
-        st = resolve(b->dir, shards[i], &path, err);
+        st = vw_bundle_files_resolve(b->dir, shards[i], &path, err);
         if (st == VW_OK)
             st = vw_st_open(path, &b->shards[i], err);
         if (st == VW_OK)
@@ -454,7 +327,7 @@ static vw_status open_weights(vw_bundle *b, const char **shards, size_t n, int h
         path = NULL;
     }
     if (st == VW_OK && has_broad) {
-        st = resolve(b->dir, BROAD, &path, err);
+        st = vw_bundle_files_resolve(b->dir, BROAD, &path, err);
         if (st == VW_OK)
             st = vw_st_open(path, &b->broad, err);
         if (st == VW_OK)
@@ -532,9 +405,10 @@ static vw_status content_digest(const json_t *man_files, const json_t *sums, cha
 /* ---- open ---------------------------------------------------------------- */
 
 static vw_status read_config(vw_bundle *b, vw_err *err) {
-    vw_status st = load_bytes(b->dir, "config.json", &b->config_json, &b->config_len, err);
+    vw_status st =
+        vw_bundle_files_load(b->dir, "config.json", &b->config_json, &b->config_len, err);
     if (st == VW_OK)
-        st = parse_object("config.json", b->config_json, b->config_len, &b->config, err);
+        st = vw_bundle_files_object("config.json", b->config_json, b->config_len, &b->config, err);
     if (st != VW_OK)
         return st;
     const json_t *mt = json_object_get(b->config, "model_type");
@@ -556,14 +430,14 @@ static vw_status read_config(vw_bundle *b, vw_err *err) {
 static vw_status read_manifest(vw_bundle *b, const char *anchor, json_t **manifest, vw_err *err) {
     char *buf = NULL;
     size_t len = 0;
-    vw_status st = load_bytes(b->dir, MANIFEST, &buf, &len, err);
+    vw_status st = vw_bundle_files_load(b->dir, MANIFEST, &buf, &len, err);
     if (st == VW_OK)
         st = vw_sha256_hex(buf, len, b->manifest_sha256, err);
     if (st == VW_OK && anchor && strcasecmp(anchor, b->manifest_sha256))
         st = VW_FAIL(err, VW_EINTEGRITY, "manifest_mismatch",
                      MANIFEST " has SHA-256 %s; the anchor expects %s", b->manifest_sha256, anchor);
     if (st == VW_OK)
-        st = parse_object(MANIFEST, buf, len, manifest, err);
+        st = vw_bundle_files_object(MANIFEST, buf, len, manifest, err);
     free(buf);
     return st;
 }
@@ -578,15 +452,15 @@ static vw_status open_checked(vw_bundle *b, const char *anchor, vw_err *err) {
     if (st == VW_OK && !json_is_object(man_files))
         st = VW_FAIL(err, VW_EINVAL, "bad_manifest", MANIFEST " has no files_sha256 object");
     if (st == VW_OK)
-        st = parse_sums(b->dir, &sums, err);
+        st = vw_bundle_files_sums(b->dir, &sums, err);
     if (st == VW_OK)
         st = read_config(b, err);
-    int has_index = st == VW_OK && resolve(b->dir, INDEX, &probe, NULL) == VW_OK;
+    int has_index = st == VW_OK && vw_bundle_files_resolve(b->dir, INDEX, &probe, NULL) == VW_OK;
     free(probe), probe = NULL;
-    int has_broad = st == VW_OK && resolve(b->dir, BROAD, &probe, NULL) == VW_OK;
+    int has_broad = st == VW_OK && vw_bundle_files_resolve(b->dir, BROAD, &probe, NULL) == VW_OK;
     free(probe), probe = NULL;
     if (st == VW_OK && has_index)
-        st = load_json(b->dir, INDEX, &index, err);
+        st = vw_bundle_files_json(b->dir, INDEX, &index, err);
     if (st == VW_OK)
         st = weight_files(index, &shards, &n_shards, err);
     if (st == VW_OK && !(loaded = malloc((n_shards + 6) * sizeof *loaded)))
@@ -594,9 +468,9 @@ static vw_status open_checked(vw_bundle *b, const char *anchor, vw_err *err) {
     /* The small files are read once, before verification: what is hashed is
      * what is used. */
     if (st == VW_OK)
-        st = load_bytes(b->dir, "calibration.json", &b->cal_json, &b->cal_len, err);
+        st = vw_bundle_files_load(b->dir, "calibration.json", &b->cal_json, &b->cal_len, err);
     if (st == VW_OK)
-        st = load_bytes(b->dir, "tokenizer.json", &b->tok_json, &b->tok_len, err);
+        st = vw_bundle_files_load(b->dir, "tokenizer.json", &b->tok_json, &b->tok_len, err);
     if (st == VW_OK) {
         const mem_file mem[N_MEM] = {{"config.json", b->config_json, b->config_len},
                                      {"calibration.json", b->cal_json, b->cal_len},
@@ -620,7 +494,8 @@ static vw_status open_checked(vw_bundle *b, const char *anchor, vw_err *err) {
         st = content_digest(man_files, sums, b->content_sha256, err);
     }
     if (st == VW_OK)
-        st = parse_object("calibration.json", b->cal_json, b->cal_len, &b->calibration, err);
+        st = vw_bundle_files_object("calibration.json", b->cal_json, b->cal_len, &b->calibration,
+                                    err);
     if (st == VW_OK)
         st = open_weights(b, shards, n_shards, has_broad, index, err);
     free(probe);
@@ -736,6 +611,21 @@ const char *vw_bundle_calibration_json(const vw_bundle *b, size_t *len) {
 const char *vw_bundle_tokenizer_json(const vw_bundle *b, size_t *len) {
     *len = b->tok_len;
     return b->tok_json;
+}
+
+size_t vw_bundle_tensor_count(const vw_bundle *b) {
+    return b->n_idx;
+}
+
+const vw_st_tensor *vw_bundle_tensor_at(const vw_bundle *b, size_t i, const char **file) {
+    if (i >= b->n_idx)
+        return NULL;
+    const entry *e = &b->idx[i];
+    if (!e->backbone && !is_head_name(e->name, e->file == b->broad))
+        return NULL; /* mtp.*, model.visual.*, lm_head.weight: never read */
+    if (file)
+        *file = vw_st_path(e->file);
+    return e->t;
 }
 
 const vw_st_tensor *vw_bundle_find(const vw_bundle *b, const char *name) {

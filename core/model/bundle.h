@@ -25,7 +25,9 @@
  *    the tensor). Besides backbone tensors the shards may hold the heads of
  *    docs/spec/answers.md §1.1 (`head.*`, `set_bias`, `span2.*`), and `mtp.*`,
  *    `model.visual.*`, `lm_head.weight` which are ignored;
- *    broad_head.safetensors holds only `span_broad.*`.
+ *    broad_head.safetensors holds only `span_broad.*`;
+ *  - no file read whole is larger than its bound (bundle_files.h:
+ *    "file_too_large").
  *
  * Head tensors: vw_bundle_tensor_f32("span2.K.weight") etc. returns an FP32
  * copy with its shape, whatever the stored dtype (the heads run in FP32);
@@ -119,6 +121,11 @@ const vw_st_tensor *vw_bundle_backbone_tensor(const vw_bundle *b, const char *na
  * or name itself for layer -1; NULL with VW_EINVAL "missing_tensor" naming it. */
 const vw_st_tensor *vw_bundle_layer_tensor(const vw_bundle *b, int layer, const char *name,
                                            vw_err *err);
+/* The tensors of the package, i < vw_bundle_tensor_count (by name): the i-th
+ * if the worker reads it (backbone and heads), else NULL (mtp.*,
+ * model.visual.*, lm_head.weight); *file (may be NULL): its file's path. */
+size_t vw_bundle_tensor_count(const vw_bundle *b);
+const vw_st_tensor *vw_bundle_tensor_at(const vw_bundle *b, size_t i, const char **file);
 /* Any tensor of the package by full name (shards, then broad head), or NULL. */
 const vw_st_tensor *vw_bundle_find(const vw_bundle *b, const char *name);
 /* Drops the pages behind a tensor from the resident set (after upcasting). */

@@ -16,20 +16,23 @@
 
 #define C VW_GDN_CHUNK
 
+size_t vw_gdn_chunk_floats(size_t dk, size_t dv) {
+    /* c, P (QK^T), U [C,dv], W/Qd/Kd [C,dk] */
+    return C + C * C + C * dv + 3 * C * dk;
+}
+
 size_t vw_gdn_workspace_floats(size_t dk, size_t dv) {
-    /* c, L (KK^T), P (QK^T), U [C,dv], W/Qd/Kd [C,dk] */
-    return C + 2 * C * C + C * dv + 3 * C * dk;
+    return vw_gdn_chunk_floats(dk, dv) + C * C; /* + L (KK^T) */
 }
 
 typedef struct chunk_ws {
-    float *c, *L, *P, *U, *W, *Qd, *Kd;
+    float *c, *P, *U, *W, *Qd, *Kd;
 } chunk_ws;
 
-static chunk_ws split_ws(float *ws, size_t dk, size_t dv) {
+static chunk_ws split_chunk(float *chunk, size_t dk, size_t dv) {
     chunk_ws w;
-    w.c = ws;
-    w.L = w.c + C;
-    w.P = w.L + C * C;
+    w.c = chunk;
+    w.P = w.c + C;
     w.U = w.P + C * C;
     w.W = w.U + C * dv;
     w.Qd = w.W + C * dk;
@@ -37,9 +40,13 @@ static chunk_ws split_ws(float *ws, size_t dk, size_t dv) {
     return w;
 }
 
+static size_t chunk_rows(const vw_gdn_io *io, size_t t0) {
+    return io->T - t0 < C ? io->T - t0 : C;
+}
+
 /* Intra-chunk matrices: c, L (strictly lower, unit diagonal implied), P. */
-static void chunk_prep(const vw_gdn_io *io, size_t h, size_t t0, size_t n, const float *Q,
-                       const float *K, chunk_ws *w) {
+static void chunk_lp(const vw_gdn_io *io, size_t h, size_t t0, size_t n, const float *Q,
+                     const float *K, chunk_ws *w, float *L) {
     const size_t Hv = io->Hv, dk = io->dk;
     float acc = 0.0f;
     for (size_t i = 0; i < n; i++) {
@@ -47,14 +54,14 @@ static void chunk_prep(const vw_gdn_io *io, size_t h, size_t t0, size_t n, const
         w->c[i] = acc;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)n, (blasint)dk, 1.0f,
-                K, (blasint)io->ldk, K, (blasint)io->ldk, 0.0f, w->L, C);
+                K, (blasint)io->ldk, K, (blasint)io->ldk, 0.0f, L, C);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)n, (blasint)dk, 1.0f,
                 Q, (blasint)io->ldq, K, (blasint)io->ldk, 0.0f, w->P, C);
     for (size_t i = 0; i < n; i++) {
         float b = io->beta[(t0 + i) * Hv + h];
         for (size_t j = 0; j <= i; j++) {
             float decay = expf(w->c[i] - w->c[j]); /* <= 1: difference, never exp(c)exp(-c) */
-            w->L[i * C + j] = j < i ? b * w->L[i * C + j] * decay : 0.0f;
+            L[i * C + j] = j < i ? b * L[i * C + j] * decay : 0.0f;
             w->P[i * C + j] *= decay;
         }
         for (size_t j = i + 1; j < n; j++)
@@ -62,54 +69,62 @@ static void chunk_prep(const vw_gdn_io *io, size_t h, size_t t0, size_t n, const
     }
 }
 
-static void chunk_head(const vw_gdn_io *io, size_t h, size_t t0, size_t n, float *S, chunk_ws *w) {
+void vw_gdn_chunk_prep(const vw_gdn_io *io, size_t h, size_t t0, float *chunk, float *L) {
     const size_t Hv = io->Hv, dk = io->dk, dv = io->dv, kh = h / (Hv / io->Hk);
+    const size_t n = chunk_rows(io, t0);
     const float *Q = io->q + t0 * io->ldq + kh * dk, *K = io->k + t0 * io->ldk + kh * dk;
     const float *V = io->v + t0 * io->ldv + h * dv;
-    float *O = io->out + t0 * io->ldo + h * dv;
-    chunk_prep(io, h, t0, n, Q, K, w);
+    chunk_ws w = split_chunk(chunk, dk, dv);
+    chunk_lp(io, h, t0, n, Q, K, &w, L);
+    float last = w.c[n - 1];
     for (size_t i = 0; i < n; i++) {
-        float b = io->beta[(t0 + i) * Hv + h], ec = expf(w->c[i]);
+        float b = io->beta[(t0 + i) * Hv + h], ec = expf(w.c[i]), e = expf(last - w.c[i]);
         for (size_t d = 0; d < dv; d++)
-            w->U[i * dv + d] = b * V[i * io->ldv + d];
+            w.U[i * dv + d] = b * V[i * io->ldv + d];
         for (size_t d = 0; d < dk; d++) {
-            w->W[i * dk + d] = b * ec * K[i * io->ldk + d];
-            w->Qd[i * dk + d] = Q[i * io->ldq + d] * ec;
+            w.W[i * dk + d] = b * ec * K[i * io->ldk + d];
+            w.Qd[i * dk + d] = Q[i * io->ldq + d] * ec;
+            w.Kd[i * dk + d] = K[i * io->ldk + d] * e;
         }
     }
     /* U = (I + L)^-1 beta V, W = (I + L)^-1 beta e^c K */
     cblas_strsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (blasint)n,
-                (blasint)dv, 1.0f, w->L, C, w->U, (blasint)dv);
+                (blasint)dv, 1.0f, L, C, w.U, (blasint)dv);
     cblas_strsm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (blasint)n,
-                (blasint)dk, 1.0f, w->L, C, w->W, (blasint)dk);
+                (blasint)dk, 1.0f, L, C, w.W, (blasint)dk);
+}
+
+void vw_gdn_chunk_state(const vw_gdn_io *io, size_t h, size_t t0, float *chunk, float *S, size_t j0,
+                        size_t j1) {
+    const size_t dk = io->dk, dv = io->dv, n = chunk_rows(io, t0), m = j1 - j0;
+    chunk_ws w = split_chunk(chunk, dk, dv);
+    float *U = w.U + j0, *Sj = S + j0, *O = io->out + t0 * io->ldo + h * dv + j0;
     /* V_new = U - W S (in U) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)dv, (blasint)dk,
-                -1.0f, w->W, (blasint)dk, S, (blasint)dv, 1.0f, w->U, (blasint)dv);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)m, (blasint)dk,
+                -1.0f, w.W, (blasint)dk, Sj, (blasint)dv, 1.0f, U, (blasint)dv);
     /* O = Qd S + P V_new */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)dv, (blasint)dk,
-                1.0f, w->Qd, (blasint)dk, S, (blasint)dv, 0.0f, O, (blasint)io->ldo);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)dv, (blasint)n,
-                1.0f, w->P, C, w->U, (blasint)dv, 1.0f, O, (blasint)io->ldo);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)m, (blasint)dk,
+                1.0f, w.Qd, (blasint)dk, Sj, (blasint)dv, 0.0f, O, (blasint)io->ldo);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)m, (blasint)n, 1.0f,
+                w.P, C, U, (blasint)dv, 1.0f, O, (blasint)io->ldo);
     /* S = e^{c_last} S + (K e^{c_last - c})^T V_new */
-    float last = w->c[n - 1], el = expf(last);
-    for (size_t i = 0; i < dk * dv; i++)
-        S[i] *= el;
-    for (size_t i = 0; i < n; i++) {
-        float e = expf(last - w->c[i]);
-        for (size_t d = 0; d < dk; d++)
-            w->Kd[i * dk + d] = K[i * io->ldk + d] * e;
-    }
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)dk, (blasint)dv, (blasint)n, 1.0f,
-                w->Kd, (blasint)dk, w->U, (blasint)dv, 1.0f, S, (blasint)dv);
+    float el = expf(w.c[n - 1]);
+    for (size_t i = 0; i < dk; i++)
+        for (size_t j = 0; j < m; j++)
+            Sj[i * dv + j] *= el;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)dk, (blasint)m, (blasint)n, 1.0f,
+                w.Kd, (blasint)dk, U, (blasint)dv, 1.0f, Sj, (blasint)dv);
 }
 
 void vw_gdn_chunked(const vw_gdn_io *io, size_t h0, size_t h1, float *state, float *ws) {
-    chunk_ws w = split_ws(ws, io->dk, io->dv);
+    float *chunk = ws, *L = ws + vw_gdn_chunk_floats(io->dk, io->dv);
     for (size_t h = h0; h < h1; h++) {
         float *S = state + h * io->dk * io->dv;
         for (size_t t0 = 0; t0 < io->T; t0 += C) {
-            size_t n = io->T - t0 < C ? io->T - t0 : C;
-            chunk_head(io, h, t0, n, S, &w);
+            vw_gdn_chunk_prep(io, h, t0, chunk, L);
+            for (size_t j0 = 0; j0 < io->dv; j0 += VW_GDN_SLICE)
+                vw_gdn_chunk_state(io, h, t0, chunk, S, j0,
+                                   io->dv - j0 < VW_GDN_SLICE ? io->dv : j0 + VW_GDN_SLICE);
         }
     }
 }

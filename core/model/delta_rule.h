@@ -13,6 +13,15 @@
  * transform, decays only as exp of differences of cumulative log-decays, so
  * nothing overflows). vw_gdn_recurrent is the token recurrence it must equal
  * (the spec's reference; also the right form for very short inputs).
+ *
+ * The chunked form in two steps, so it runs in parallel as on the GPU
+ * (docs/backbone.md "Threads"): vw_gdn_chunk_prep computes what a chunk
+ * needs that does not depend on the state (independent for every head and
+ * chunk), vw_gdn_chunk_state then carries the state through the chunk for
+ * value columns [j0, j1) (the columns of S, V and O never mix, so slices of
+ * one head run side by side; chunks of a head run in order). vw_gdn_chunked
+ * is exactly those calls, slices of VW_GDN_SLICE columns, so any schedule of
+ * the same calls gives the same bits.
  * Ownership: caller owns all buffers; ws is scratch of
  * vw_gdn_workspace_floats(dk, dv) floats. Thread-safety: reentrant (distinct
  * ws/state/out per caller). Cannot fail.
@@ -26,7 +35,7 @@
 extern "C" {
 #endif
 
-enum { VW_GDN_CHUNK = 64 };
+enum { VW_GDN_CHUNK = 64, VW_GDN_SLICE = 128 };
 
 typedef struct vw_gdn_io {
     size_t T, Hk, Hv, dk, dv;
@@ -41,6 +50,21 @@ size_t vw_gdn_workspace_floats(size_t dk, size_t dv);
 
 /* Value heads [h0, h1) only, so callers may split heads across threads. */
 void vw_gdn_chunked(const vw_gdn_io *io, size_t h0, size_t h1, float *state, float *ws);
+
+/* Floats of one chunk's record (vw_gdn_chunk_prep's output). */
+size_t vw_gdn_chunk_floats(size_t dk, size_t dv);
+
+/* The state-free part of head h's chunk starting at row t0 (a multiple of
+ * VW_GDN_CHUNK): cumulative decays, the masked Q K^T, the solved U and W,
+ * the decayed Q and K, into chunk (vw_gdn_chunk_floats). L: scratch of
+ * VW_GDN_CHUNK^2 floats. */
+void vw_gdn_chunk_prep(const vw_gdn_io *io, size_t h, size_t t0, float *chunk, float *L);
+
+/* Head h's state S [dk, dv] through that chunk, value columns [j0, j1):
+ * writes out's columns, updates S's and overwrites chunk's U columns (with
+ * V_new). The chunk's earlier chunks must have been carried already. */
+void vw_gdn_chunk_state(const vw_gdn_io *io, size_t h, size_t t0, float *chunk, float *S, size_t j0,
+                        size_t j1);
 void vw_gdn_recurrent(const vw_gdn_io *io, size_t h0, size_t h1, float *state);
 
 #ifdef __cplusplus

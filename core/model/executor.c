@@ -88,6 +88,11 @@ void vw_executor_free(vw_executor *ex) {
         ex->ops->destroy(ex);
 }
 
+void vw_executor_set_cancel(vw_executor *ex, bool (*cancelled)(void *ctx), void *ctx) {
+    ex->cancelled = cancelled;
+    ex->cancel_ctx = ctx;
+}
+
 bool vw_executor_cancelled(const vw_executor *ex, vw_err *err) {
     if (!ex->cancelled || !ex->cancelled(ex->cancel_ctx))
         return false;

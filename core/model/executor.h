@@ -109,10 +109,10 @@ struct vw_executor {
     size_t hidden; /* width of one output row */
     int32_t vocab; /* token ids must be below it (vw_executor_forward checks) */
     void *impl;    /* backend state, owned */
-    /* (optional, set by the executor's owner) Asked between trees (and by a
-     * backend wherever it can stop cheaply): true ends the call with
-     * VW_ETRANSIENT, type "cancelled" (the caller is shutting down). Called
-     * from the driving thread; it must be cheap. */
+    /* (optional, set by the executor's owner: vw_executor_set_cancel) Asked
+     * between trees (and by a backend wherever it can stop cheaply): true
+     * ends the call with VW_ETRANSIENT, type "cancelled" (the caller is
+     * shutting down). Called from the driving thread; it must be cheap. */
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
     /* Readout rows the last successful forward left (0 after a failed one):
@@ -154,6 +154,9 @@ vw_status vw_executor_heads(vw_executor *ex, const vw_head_job *job, vw_err *err
 
 /* Whether the owner asked ex to stop (ex->cancelled); fills err when so. */
 bool vw_executor_cancelled(const vw_executor *ex, vw_err *err);
+
+/* The owner's cancel question (cancelled above; NULL: never cancelled). */
+void vw_executor_set_cancel(vw_executor *ex, bool (*cancelled)(void *ctx), void *ctx);
 
 /* Releases the executor; NULL is a no-op. */
 void vw_executor_free(vw_executor *ex);

@@ -1,6 +1,7 @@
 /* head_weights.c — the heads' tensors by name and shape, and the bundle adapter
  * (see head_weights.h). Reads weights through a lookup; never computes a head. */
 #include "head_weights.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -114,14 +115,8 @@ float vw_head_scale(size_t d) {
 
 vw_status vw_head_tensors_lookup(void *ctx, const char *name, vw_tensor_view *out, vw_err *err) {
     vw_head_tensors *ht = ctx;
-    if (ht->n == ht->cap) {
-        size_t cap = ht->cap ? 2 * ht->cap : 32;
-        vw_tensor_f32 *t = realloc(ht->t, cap * sizeof *t);
-        if (!t)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "head tensor table");
-        ht->t = t;
-        ht->cap = cap;
-    }
+    if (vw_reserve((void **)&ht->t, &ht->cap, ht->n + 1, sizeof *ht->t))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "head tensor table");
     vw_tensor_f32 *t = &ht->t[ht->n];
     vw_status st = vw_bundle_tensor_f32(ht->bundle, name, t, err);
     if (st != VW_OK)
@@ -133,6 +128,10 @@ vw_status vw_head_tensors_lookup(void *ctx, const char *name, vw_tensor_view *ou
     for (int i = 0; i < t->ndim && i < 4; i++)
         out->shape[i] = t->shape[i];
     return VW_OK;
+}
+
+void vw_head_tensors_init(vw_head_tensors *ht, const vw_bundle *b) {
+    *ht = (vw_head_tensors){.bundle = b};
 }
 
 void vw_head_tensors_free(vw_head_tensors *ht) {

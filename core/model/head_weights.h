@@ -103,7 +103,7 @@ static inline size_t vw_span_slot(size_t l, size_t slots) {
 
 /* FP32 copies of a bundle's head tensors, kept alive together: ctx of
  * vw_head_tensors_lookup (a vw_tensor_lookup over vw_bundle_tensor_f32).
- * Zero-initialise, set bundle, look up, then vw_head_tensors_free. */
+ * vw_head_tensors_init, look up, then vw_head_tensors_free. */
 typedef struct vw_head_tensors {
     const vw_bundle *bundle;
     vw_tensor_f32 *t;
@@ -111,6 +111,8 @@ typedef struct vw_head_tensors {
 } vw_head_tensors;
 
 vw_status vw_head_tensors_lookup(void *ctx, const char *name, vw_tensor_view *out, vw_err *err);
+/* An empty set of copies of b's head tensors. */
+void vw_head_tensors_init(vw_head_tensors *ht, const vw_bundle *b);
 /* Frees every copy; the struct may be reused (bundle kept). NULL is a no-op. */
 void vw_head_tensors_free(vw_head_tensors *ht);
 

@@ -71,9 +71,9 @@ void vw_l2norm_scale(float *x, size_t n, float eps, float scale) {
         x[i] *= inv;
 }
 
-void vw_causal_conv_silu(const float *x, size_t ldx, const float *hist, const float *w, size_t T,
-                         size_t C, size_t K, float *y) {
-    for (size_t t = 0; t < T; t++) {
+void vw_causal_conv_silu_rows(const float *x, size_t ldx, const float *hist, const float *w,
+                              size_t t0, size_t t1, size_t C, size_t K, float *y) {
+    for (size_t t = t0; t < t1; t++) {
         float *yr = y + t * C;
         memset(yr, 0, C * sizeof *yr);
         for (size_t j = 0; j < K; j++) {
@@ -87,6 +87,11 @@ void vw_causal_conv_silu(const float *x, size_t ldx, const float *hist, const fl
         for (size_t c = 0; c < C; c++)
             yr[c] = vw_silu(yr[c]);
     }
+}
+
+void vw_causal_conv_silu(const float *x, size_t ldx, const float *hist, const float *w, size_t T,
+                         size_t C, size_t K, float *y) {
+    vw_causal_conv_silu_rows(x, ldx, hist, w, 0, T, C, K, y);
 }
 
 void vw_conv_history(const float *x, size_t ldx, size_t T, size_t C, size_t K, float *hist) {

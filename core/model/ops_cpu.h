@@ -4,8 +4,9 @@
  * Matrices are row-major; "ld" arguments are row strides in floats, so a
  * view into a wider (stacked) buffer needs no copy. Shapes are given as
  * [rows, cols]. Ownership: every buffer is the caller's; nothing allocates.
- * Thread-safety: pure functions over disjoint outputs; the GEMMs use
- * OpenBLAS's own threads (OPENBLAS_NUM_THREADS). No function can fail.
+ * Thread-safety: pure functions over disjoint outputs; each GEMM is one
+ * OpenBLAS call (single-threaded under the CPU executor, which spreads calls
+ * over its pool: ops_par.h). No function can fail.
  */
 #ifndef VW_OPS_CPU_H
 #define VW_OPS_CPU_H
@@ -50,6 +51,10 @@ void vw_l2norm_scale(float *x, size_t n, float eps, float scale);
  * empty state). x: [T, C] with stride ldx, y: [T, C] dense. */
 void vw_causal_conv_silu(const float *x, size_t ldx, const float *hist, const float *w, size_t T,
                          size_t C, size_t K, float *y);
+
+/* Rows [t0, t1) of vw_causal_conv_silu's y (the same bits): row-parallel use. */
+void vw_causal_conv_silu_rows(const float *x, size_t ldx, const float *hist, const float *w,
+                              size_t t0, size_t t1, size_t C, size_t K, float *y);
 
 /* New conv history after x: the last K-1 pre-conv rows of hist ++ x. */
 void vw_conv_history(const float *x, size_t ldx, size_t T, size_t C, size_t K, float *hist);

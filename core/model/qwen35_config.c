@@ -9,8 +9,20 @@
 /* Dimension sanity bound: keeps every product of two dims far from overflow. */
 #define DIM_MAX (1 << 20)
 
+/* "2^20" for the bounds below (messages say what was exceeded). */
+static const char *pow2_name(int64_t hi, char buf[24]) {
+    int k = 0;
+    while (k < 62 && ((int64_t)1 << k) < hi)
+        k++;
+    if (((int64_t)1 << k) == hi)
+        snprintf(buf, 24, "2^%d", k);
+    else
+        snprintf(buf, 24, "%lld", (long long)hi);
+    return buf;
+}
+
 static vw_status get_int(const json_t *o, const char *key, int has_default, int32_t dflt,
-                         int32_t lo, int32_t *out, vw_err *err) {
+                         int32_t lo, int64_t hi, int32_t *out, vw_err *err) {
     const json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) {
         if (!has_default)
@@ -18,15 +30,23 @@ static vw_status get_int(const json_t *o, const char *key, int has_default, int3
         *out = dflt;
         return VW_OK;
     }
-    if (!json_is_integer(v) || json_integer_value(v) < lo ||
-        json_integer_value(v) > DIM_MAX * 256LL)
-        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config.%s must be an integer >= %d",
-                       key, (int)lo);
-    *out = (int32_t)json_integer_value(v);
+    if (!json_is_integer(v))
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config.%s must be an integer", key);
+    json_int_t x = json_integer_value(v);
+    char name[24];
+    if (x < lo)
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config.%s is %lld, below %d", key,
+                       (long long)x, (int)lo);
+    if (x > hi)
+        return VW_FAIL(err, VW_EINVAL, "bad_config",
+                       "backbone_config.%s is %lld, exceeds %s (%lld)", key, (long long)x,
+                       pow2_name(hi, name), (long long)hi);
+    *out = (int32_t)x;
     return VW_OK;
 }
 
-static vw_status get_num(const json_t *o, const char *key, double dflt, double *out, vw_err *err) {
+static vw_status get_num(const json_t *o, const char *key, double dflt, double hi, double *out,
+                         vw_err *err) {
     const json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) {
         if (isnan(dflt))
@@ -38,6 +58,9 @@ static vw_status get_num(const json_t *o, const char *key, double dflt, double *
         return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config.%s must be a positive number",
                        key);
     *out = json_number_value(v);
+    if (*out > hi)
+        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config.%s is %g, exceeds %g", key,
+                       *out, hi);
     return VW_OK;
 }
 
@@ -71,9 +94,9 @@ static vw_status parse_rope(const json_t *bc, vw_qwen35_config *c, vw_err *err) 
                        "§1.3)",
                        json_is_string(type) ? json_string_value(type) : "(not a string)");
     double factor = 0.25;
-    vw_status st = get_num(src, "rope_theta", NAN, &c->rope_theta, err);
+    vw_status st = get_num(src, "rope_theta", NAN, 1e12, &c->rope_theta, err);
     if (st == VW_OK)
-        st = get_num(src, "partial_rotary_factor", 0.25, &factor, err);
+        st = get_num(src, "partial_rotary_factor", 0.25, 1.0, &factor, err);
     if (st != VW_OK)
         return st;
     c->rotary_dim = (int32_t)(c->head_dim * factor);
@@ -108,7 +131,8 @@ static vw_status parse_layers(const json_t *bc, vw_qwen35_config *c, vw_err *err
         return VW_OK;
     }
     int32_t every = 4;
-    vw_status st = get_int(bc, "full_attention_interval", 1, 4, 1, &every, err);
+    vw_status st =
+        get_int(bc, "full_attention_interval", 1, 4, 1, VW_QWEN35_MAX_LAYERS, &every, err);
     for (int32_t i = 0; st == VW_OK && i < c->n_layers; i++)
         c->full_attention[i] = (i + 1) % every == 0;
     return st;
@@ -125,30 +149,29 @@ vw_status vw_qwen35_config_parse(const json_t *bc, vw_qwen35_config *c, vw_err *
         int has_default;
         int32_t dflt;
         int32_t *dst;
+        int64_t hi;
     } ints[] = {
-        {"hidden_size", 0, 0, &c->hidden},
-        {"num_hidden_layers", 0, 0, &c->n_layers},
-        {"intermediate_size", 0, 0, &c->intermediate},
-        {"vocab_size", 0, 0, &c->vocab},
-        {"num_attention_heads", 0, 0, &c->n_heads},
-        {"num_key_value_heads", 0, 0, &c->n_kv_heads},
-        {"linear_num_key_heads", 1, 16, &c->lin_k_heads},
-        {"linear_num_value_heads", 1, 32, &c->lin_v_heads},
-        {"linear_key_head_dim", 1, 128, &c->lin_k_dim},
-        {"linear_value_head_dim", 1, 128, &c->lin_v_dim},
-        {"linear_conv_kernel_dim", 1, 4, &c->conv_kernel},
+        {"hidden_size", 0, 0, &c->hidden, DIM_MAX},
+        {"num_hidden_layers", 0, 0, &c->n_layers, VW_QWEN35_MAX_LAYERS},
+        {"intermediate_size", 0, 0, &c->intermediate, DIM_MAX},
+        {"vocab_size", 0, 0, &c->vocab, 64 * DIM_MAX},
+        {"num_attention_heads", 0, 0, &c->n_heads, DIM_MAX},
+        {"num_key_value_heads", 0, 0, &c->n_kv_heads, DIM_MAX},
+        {"linear_num_key_heads", 1, 16, &c->lin_k_heads, DIM_MAX},
+        {"linear_num_value_heads", 1, 32, &c->lin_v_heads, DIM_MAX},
+        {"linear_key_head_dim", 1, 128, &c->lin_k_dim, DIM_MAX},
+        {"linear_value_head_dim", 1, 128, &c->lin_v_dim, DIM_MAX},
+        {"linear_conv_kernel_dim", 1, 4, &c->conv_kernel, 1024},
     };
     for (size_t i = 0; st == VW_OK && i < sizeof ints / sizeof ints[0]; i++)
-        st = get_int(bc, ints[i].key, ints[i].has_default, ints[i].dflt, 1, ints[i].dst, err);
+        st = get_int(bc, ints[i].key, ints[i].has_default, ints[i].dflt, 1, ints[i].hi, ints[i].dst,
+                     err);
     if (st != VW_OK)
         return st;
-    if (c->n_layers > VW_QWEN35_MAX_LAYERS || c->hidden > DIM_MAX || c->intermediate > DIM_MAX ||
-        c->vocab > 64 * DIM_MAX)
-        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config sizes are out of range");
-    st = get_int(bc, "head_dim", 1, c->hidden / c->n_heads, 1, &c->head_dim, err);
+    st = get_int(bc, "head_dim", 1, c->hidden / c->n_heads, 1, DIM_MAX, &c->head_dim, err);
     double eps = 1e-6;
     if (st == VW_OK)
-        st = get_num(bc, "rms_norm_eps", 1e-6, &eps, err);
+        st = get_num(bc, "rms_norm_eps", 1e-6, 0.1, &eps, err);
     if (st == VW_OK)
         st = parse_rope(bc, c, err);
     if (st == VW_OK)
@@ -161,8 +184,18 @@ vw_status vw_qwen35_config_parse(const json_t *bc, vw_qwen35_config *c, vw_err *
                        "head counts must group evenly (attention %d/%d, GDN v/k %d/%d)",
                        (int)c->n_heads, (int)c->n_kv_heads, (int)c->lin_v_heads,
                        (int)c->lin_k_heads);
-    if ((int64_t)c->n_heads * c->head_dim * 2 > DIM_MAX || (int64_t)vw_qwen35_conv_dim(c) > DIM_MAX)
-        return VW_FAIL(err, VW_EINVAL, "bad_config", "backbone_config head sizes are out of range");
+    if ((int64_t)c->n_heads * c->head_dim * 2 > DIM_MAX)
+        return VW_FAIL(err, VW_EINVAL, "bad_config",
+                       "backbone_config: num_attention_heads %d x head_dim %d x 2 exceeds 2^20",
+                       (int)c->n_heads, (int)c->head_dim);
+    int64_t conv =
+        2 * (int64_t)c->lin_k_heads * c->lin_k_dim + (int64_t)c->lin_v_heads * c->lin_v_dim;
+    if (conv > DIM_MAX)
+        return VW_FAIL(err, VW_EINVAL, "bad_config",
+                       "backbone_config: the DeltaNet conv width %lld (2 x linear_num_key_heads x "
+                       "linear_key_head_dim + linear_num_value_heads x linear_value_head_dim) "
+                       "exceeds 2^20",
+                       (long long)conv);
     return VW_OK;
 }
 

@@ -19,6 +19,7 @@
 #include "qwen35_config.h"
 #include "util/reserve.h"
 #include "util/sha256.h"
+#include "util/thread_name.h"
 
 #define GENERATOR "core/model/random_bundle.c"
 /* Bumped whenever the bytes written for a (shape, seed) change, so a package
@@ -344,7 +345,8 @@ static vw_status write_safetensors(const char *path, specs *s, uint64_t seed, vw
         int n = cores < 1 ? 1 : cores > MAX_WRITERS ? MAX_WRITERS : (int)cores, started = 0;
         pthread_t th[MAX_WRITERS];
         for (int i = 1; i < n; i++)
-            started += pthread_create(&th[started], NULL, writer, &j) == 0;
+            if (pthread_create(&th[started], NULL, writer, &j) == 0)
+                vw_thread_name(th[started++], "vw-bundle", i);
         writer(&j); /* this thread writes too: one thread is enough if none started */
         for (int i = 0; i < started; i++)
             pthread_join(th[i], NULL);

@@ -12,9 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A header larger than this is not a weight file (real ones are < 1 MB). */
-#define VW_ST_MAX_HEADER ((uint64_t)100 << 20)
-
 struct vw_st_file {
     char *path;
     unsigned char *map; /* whole file */
@@ -195,7 +192,13 @@ vw_status vw_st_open(const char *path, vw_st_file **out, vw_err *err) {
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | f->map[i];
-    if (hlen > VW_ST_MAX_HEADER || hlen > f->len - 8) {
+    if (hlen > VW_ST_MAX_HEADER && hlen <= f->len - 8) {
+        st = VW_FAIL(err, VW_EINVAL, "bad_safetensors",
+                     "%s: header of %llu bytes is larger than the %llu a header may have", path,
+                     (unsigned long long)hlen, (unsigned long long)VW_ST_MAX_HEADER);
+        goto done;
+    }
+    if (hlen > f->len - 8) {
         st = VW_FAIL(err, VW_EINVAL, "bad_safetensors",
                      "%s: header claims %llu bytes but the file has %zu after the length field "
                      "(truncated or not safetensors)",

@@ -4,7 +4,7 @@
  * {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}},
  * then the data section; offsets are relative to the data section.
  * vw_st_open validates everything before returning: the header length fits
- * the file, the JSON parses, every entry has a known dtype, a shape of at most
+ * the file and VW_ST_MAX_HEADER, the JSON parses, every entry has a known dtype, a shape of at most
  * VW_ST_MAX_DIMS non-negative dims, offsets inside the data section, a byte
  * size equal to elements x dtype size, and no two tensors overlap. A file
  * that fails any check is refused with VW_EINVAL, type "bad_safetensors",
@@ -28,6 +28,11 @@ extern "C" {
 #endif
 
 enum { VW_ST_MAX_DIMS = 8 };
+
+/* The largest header accepted (real ones are < 1 MiB: a 9B shard's is about
+ * 100 KiB). It is parsed whole as JSON, which costs about 30 times its size:
+ * the format's own 100 MB ceiling would let one file take 3 GB. */
+#define VW_ST_MAX_HEADER ((uint64_t)16 << 20)
 
 typedef enum vw_dtype {
     VW_DT_F32 = 0,

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "random_bundle.h"
+#include "util/reserve.h"
 
 enum { N_VECTORS = 64 }; /* 64 x hidden floats: stays in L2 */
 
@@ -75,13 +76,8 @@ static vw_status synth_forward(vw_executor *ex, const vw_tree *trees, size_t n_t
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     size_t n_rows = vw_trees_readout_count(trees, n_trees);
-    if (n_rows > s->cap_keys) {
-        uint64_t *k = realloc(s->keys, n_rows * sizeof *k);
-        if (!k)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "synthetic readout keys");
-        s->keys = k;
-        s->cap_keys = n_rows;
-    }
+    if (vw_reserve((void **)&s->keys, &s->cap_keys, n_rows, sizeof *s->keys))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "synthetic readout keys");
     /* k counts the call's rows, r a tree's own: a tree's rows do not depend
      * on the batch it came in (as a real backbone's do not). */
     size_t k = 0;

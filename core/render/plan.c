@@ -9,6 +9,7 @@
 
 #include "render.h"
 #include "windows.h"
+#include "util/reserve.h"
 
 #define HALU_LABEL "unsupported"
 
@@ -170,14 +171,8 @@ static vw_status question_pieces(build *b) {
 
 static vw_status push_tree(build *b, vw_ptree *t) {
     vw_plan *p = b->p;
-    if (p->n_trees == b->cap_trees) {
-        size_t cap = b->cap_trees ? 2 * b->cap_trees : 8;
-        vw_ptree *nt = realloc(p->trees, cap * sizeof *nt);
-        if (!nt)
-            return oom(b, "trees");
-        p->trees = nt;
-        b->cap_trees = cap;
-    }
+    if (vw_reserve((void **)&p->trees, &b->cap_trees, p->n_trees + 1, sizeof *p->trees))
+        return oom(b, "trees");
     p->trees[p->n_trees++] = *t;
     memset(t, 0, sizeof *t);
     return VW_OK;

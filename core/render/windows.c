@@ -1,5 +1,6 @@
 /* windows.c — word_windows (see windows.h). */
 #include "windows.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,14 +11,8 @@ static int cmp_i32(const void *a, const void *b) {
 }
 
 static vw_status push(int64_t **out, size_t *n, size_t *cap, int64_t a, int64_t b) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        int64_t *p = realloc(*out, 2 * c * sizeof *p);
-        if (!p)
-            return VW_ENOMEM;
-        *out = p;
-        *cap = c;
-    }
+    if (vw_reserve((void **)out, cap, *n + 1, 2 * sizeof **out)) /* a pair per element */
+        return VW_ENOMEM;
     (*out)[2 * *n] = a;
     (*out)[2 * *n + 1] = b;
     (*n)++;

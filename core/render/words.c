@@ -1,6 +1,7 @@
 /* words.c — `_WORD` units with PCRE2 and the first-token mapping (see
  * words.h). Owns the pattern text and the scan; never decodes spans. */
 #include "words.h"
+#include "util/reserve.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -181,14 +182,8 @@ static int match_at(const pcre2_code *re, const char *t, size_t len, size_t at,
 }
 
 static vw_status push_range(int32_t **r, size_t *n, size_t *cap, int64_t a, int64_t b) {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        int32_t *nr = realloc(*r, 2 * c * sizeof *nr);
-        if (!nr)
-            return VW_ENOMEM;
-        *r = nr;
-        *cap = c;
-    }
+    if (vw_reserve((void **)r, cap, *n + 1, 2 * sizeof **r)) /* a pair per element */
+        return VW_ENOMEM;
     (*r)[2 * *n] = (int32_t)a;
     (*r)[2 * *n + 1] = (int32_t)b;
     (*n)++;

@@ -188,6 +188,10 @@ typedef enum tok_behavior {
 vw_status tok_regex_compile(const char *pat, size_t len, bool literal, pcre2_code **out,
                             vw_err *err);
 
+/* Whether pat (an HF Regex split pattern, as in tokenizer.json) is one of the
+ * vetted patterns (docs/tokenizer.md "Split patterns a bundle may use"). */
+bool tok_pattern_vetted(const char *pat, size_t len);
+
 /* A match or gap of a pattern over a subject, in subject bytes. */
 typedef struct tok_match {
     int32_t s, e;
@@ -262,6 +266,8 @@ typedef enum tok_step_kind { TOK_STEP_SPLIT, TOK_STEP_BYTELEVEL } tok_step_kind;
 typedef struct tok_step {
     tok_step_kind kind;
     pcre2_code *re; /* Split: the pattern; ByteLevel: NULL (uses gpt2) */
+    char *regex;    /* Split with a Regex: its source (owned); NULL otherwise */
+    size_t regex_len;
     bool invert;
     tok_behavior behavior;
     bool add_prefix_space, use_regex; /* ByteLevel */

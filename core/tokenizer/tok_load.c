@@ -200,6 +200,7 @@ static vw_status add_step(vw_tokenizer *t, tok_step s, vw_err *err) {
     if (vw_reserve((void **)&t->steps, &t->steps_cap, t->nsteps + 1, sizeof *t->steps)) {
         if (s.re)
             pcre2_code_free(s.re);
+        free(s.regex);
         return NOMEM();
     }
     t->steps[t->nsteps++] = s;
@@ -239,6 +240,14 @@ static vw_status load_split(vw_tokenizer *t, const json_t *p, vw_err *err) {
     if ((rc = tok_regex_compile(json_string_value(src), json_string_length(src), src == str, &s.re,
                                 err)))
         return rc;
+    if (src == re) { /* kept for vw_tok_check_patterns */
+        s.regex_len = json_string_length(re);
+        if (!(s.regex = malloc(s.regex_len + 1))) {
+            pcre2_code_free(s.re);
+            return NOMEM();
+        }
+        memcpy(s.regex, json_string_value(re), s.regex_len + 1);
+    }
     return add_step(t, s, err);
 }
 

@@ -188,6 +188,34 @@ static bool translate(const char *pat, size_t len, sbuf *b, char *bad, size_t ba
     return true;
 }
 
+/* The split patterns a bundle may use, byte for byte as tokenizer.json holds
+ * them (JSON-decoded). Each is an alternation of single classes or literals,
+ * each quantified once (no quantified group, no back-reference), so PCRE2's
+ * backtracking at one position is at most linear in the run it scans; Qwen's
+ * `\s*[\r\n]+` is the only overlap, and a failed try there is followed by
+ * `\s+(?!\S)` consuming the run, so a subject costs linear time overall
+ * (docs/tokenizer.md: measured on runs of each class). */
+static const char *const vetted[] = {
+    /* Qwen2, Qwen2.5, Qwen3 */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    /* Qwen3.5 (letters with their marks) */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    /* Llama 3 (cl100k: digits in threes) */
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    /* GPT-2 (ByteLevel's own, when a file spells it as a Split) */
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+};
+
+bool tok_pattern_vetted(const char *pat, size_t len) {
+    for (size_t i = 0; i < sizeof vetted / sizeof vetted[0]; i++)
+        if (strlen(vetted[i]) == len && !memcmp(vetted[i], pat, len))
+            return true;
+    return false;
+}
+
 vw_status tok_regex_compile(const char *pat, size_t len, bool literal, pcre2_code **out,
                             vw_err *err) {
     sbuf b = {0};

@@ -22,6 +22,10 @@
 vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err) {
     if (!json || !out)
         return VW_FAIL(err, VW_EINVAL, "bad_argument", "vw_tok_load_json: NULL argument");
+    if (len > VW_TOK_MAX_JSON_BYTES)
+        return VW_FAIL(err, VW_EINVAL, "file_too_large",
+                       "tokenizer.json: %zu bytes, more than the %u a tokenizer may have", len,
+                       VW_TOK_MAX_JSON_BYTES);
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_ALLOW_NUL, &je);
     if (!root)
@@ -55,8 +59,8 @@ vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err) {
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (got == 0)
-            break;
+        if (got == 0 || n > VW_TOK_MAX_JSON_BYTES)
+            break; /* past the bound: vw_tok_load_json refuses it */
     }
     if (ferror(f)) {
         rc = VW_FAIL(err, VW_EIO, "io_error", "tokenizer: reading %s failed", path);
@@ -80,14 +84,30 @@ void vw_tok_free(vw_tokenizer *t) {
         return;
     tok_bpe_free(&t->bpe);
     tok_nfc_tables_free(&t->nfc_tables);
-    for (size_t i = 0; i < t->nsteps; i++)
+    for (size_t i = 0; i < t->nsteps; i++) {
         pcre2_code_free(t->steps[i].re);
+        free(t->steps[i].regex);
+    }
     free(t->steps);
     pcre2_code_free(t->gpt2);
     tok_trie_free(&t->raw);
     tok_trie_free(&t->norm);
     tok_vocab_free(&t->added);
     free(t);
+}
+
+vw_status vw_tok_check_patterns(const vw_tokenizer *t, vw_err *err) {
+    for (size_t i = 0; t && i < t->nsteps; i++) {
+        const tok_step *s = &t->steps[i];
+        if (s->regex && !tok_pattern_vetted(s->regex, s->regex_len))
+            return VW_FAIL(err, VW_EUNSUPPORTED, "unvetted_pattern",
+                           "tokenizer.json: Split pattern '%.120s%s' is not one of the vetted "
+                           "split patterns (Qwen2/Qwen3, Qwen3.5, GPT-2, Llama 3; "
+                           "docs/tokenizer.md): an arbitrary regex can take exponential time "
+                           "per word",
+                           s->regex, s->regex_len > 120 ? "..." : "");
+    }
+    return VW_OK;
 }
 
 int32_t vw_tok_vocab_size(const vw_tokenizer *t) {
@@ -169,17 +189,12 @@ static vw_status oom(vw_err *err) {
 }
 
 static vw_status emit(vw_encoding *out, int32_t id, int32_t s, int32_t e, vw_err *err) {
-    if (out->n == out->cap) {
-        size_t nc = out->cap ? out->cap * 2 : 64;
-        int32_t *ids = realloc(out->ids, nc * sizeof *ids);
-        if (!ids)
+    if (out->n == out->cap) { /* ids and offset pairs share one capacity */
+        size_t c1 = out->cap, c2 = out->cap;
+        if (vw_reserve((void **)&out->ids, &c1, out->n + 1, sizeof *out->ids) ||
+            vw_reserve((void **)&out->offsets, &c2, out->n + 1, 2 * sizeof *out->offsets))
             return oom(err);
-        out->ids = ids;
-        int32_t *offs = realloc(out->offsets, 2 * nc * sizeof *offs);
-        if (!offs)
-            return oom(err);
-        out->offsets = offs;
-        out->cap = nc;
+        out->cap = c1;
     }
     out->ids[out->n] = id;
     out->offsets[2 * out->n] = s;

@@ -38,6 +38,14 @@ extern "C" {
 
 typedef struct vw_tokenizer vw_tokenizer;
 
+/* The largest tokenizer.json loaded (a file, a buffer, a bundle's): parsed
+ * whole, it costs 9 to 32 times its size in memory (Qwen3's 11.4 MB, 151,643
+ * tokens: 102 MB; a 100 MB file of 10 M short merges: 3.2 GB). 32 MiB is
+ * about 2.9 times a Qwen3.5-sized file (bench/tokenizer.sh's synthetic one,
+ * 248,044 tokens and 247,788 merges: 11.7 MB). Larger is VW_EINVAL
+ * "file_too_large" before any parsing. */
+#define VW_TOK_MAX_JSON_BYTES (32u << 20)
+
 typedef struct vw_encoding {
     int32_t *ids;     /* [n] */
     int32_t *offsets; /* [2n]: start0, end0, start1, end1, ... (code points) */
@@ -57,6 +65,15 @@ enum {
 vw_status vw_tok_load(const char *path, vw_tokenizer **out, vw_err *err);
 vw_status vw_tok_load_json(const char *json, size_t len, vw_tokenizer **out, vw_err *err);
 void vw_tok_free(vw_tokenizer *tok);
+
+/* Refuses a tokenizer whose pre-tokenizer has a Split Regex outside the vetted
+ * set (Qwen2/Qwen3, Qwen3.5, GPT-2, Llama 3: alternations of single quantified
+ * classes, linear per word; docs/tokenizer.md "Split patterns a bundle may
+ * use"): VW_EUNSUPPORTED, type "unvetted_pattern", quoting the pattern. A
+ * bundle's tokenizer must pass (the engine checks at open, so bundle verify
+ * and every load); vw_tok_load itself loads any pattern PCRE2 takes, for
+ * `vela-worker tokenize`. String patterns are literal, always linear. Pure. */
+vw_status vw_tok_check_patterns(const vw_tokenizer *tok, vw_err *err);
 
 /* Encodes len bytes of UTF-8 text; replaces out's content. flags: VW_TOK_*. */
 vw_status vw_tok_encode(vw_tokenizer *tok, const char *text, size_t len, unsigned flags,

@@ -1,5 +1,5 @@
 /* pairwise_sum.h — NumPy's pairwise summation (numpy/_core/src/umath/
- * loops_utils.h.src), written once for float64 (calibration.c) and float32
+ * loops_utils.h.src), written once for float64 (f64.c) and float32
  * (span_decode.c): the two answer paths must round exactly as np.sum / np.mean
  * do for their dtype, so the accumulators are of the element type.
  *

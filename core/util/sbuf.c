@@ -73,6 +73,26 @@ void vw_sbuf_free(vw_sbuf *sb) {
     sb->oom = false;
 }
 
+vw_sbuf vw_sbuf_with(size_t cap) {
+    vw_sbuf sb = {0};
+    if (cap && (sb.p = malloc(cap))) {
+        sb.cap = cap;
+        sb.p[0] = 0;
+    }
+    return sb;
+}
+
+void vw_sbuf_truncate(vw_sbuf *sb, size_t len) {
+    if (len < sb->len) {
+        sb->len = len;
+        sb->p[len] = 0;
+    }
+}
+
+void vw_sbuf_fail(vw_sbuf *sb) {
+    sb->oom = true;
+}
+
 vw_status vw_sbuf_status(const vw_sbuf *sb) {
     return sb->oom ? VW_ENOMEM : VW_OK;
 }
@@ -184,4 +204,13 @@ size_t vw_fmt_i64(char *buf, int64_t v) {
         buf[len++] = tmp[--n];
     buf[len] = 0;
     return len;
+}
+
+size_t vw_fmt_str(char *buf, size_t cap, const char *s) {
+    size_t n = strlen(s);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return n;
 }

@@ -38,6 +38,14 @@ void vw_sbuf_puts(vw_sbuf *sb, const char *s);
 void vw_sbuf_printf(vw_sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vw_sbuf_reset(vw_sbuf *sb); /* len = 0, keeps the allocation */
 void vw_sbuf_free(vw_sbuf *sb);
+/* An empty buffer with room for cap bytes up front (a writer that knows its
+ * size skips the doubling); on allocation failure an empty one that grows. */
+vw_sbuf vw_sbuf_with(size_t cap);
+/* Cuts the bytes to the first len (len <= sb->len), NUL-terminated. */
+void vw_sbuf_truncate(vw_sbuf *sb, size_t len);
+/* Marks the buffer failed, as a failed append does: a writer whose own
+ * allocation failed makes the whole text fail at the end (vw_sbuf_status). */
+void vw_sbuf_fail(vw_sbuf *sb);
 /* VW_ENOMEM when an append failed, else VW_OK. */
 vw_status vw_sbuf_status(const vw_sbuf *sb);
 /* Hands the bytes to the caller (free()); the buffer is left empty. */
@@ -60,6 +68,10 @@ void vw_sbuf_put_visible(vw_sbuf *sb, const char *s, size_t n);
  * its length. The per-record paths use it instead of snprintf, which cost
  * 1,100-2,700 instructions a call there (callgrind, docs/worker.md Benchmark). */
 size_t vw_fmt_i64(char *buf, int64_t v);
+
+/* s into buf (cap >= 1 bytes), cut to cap - 1 bytes, NUL-terminated; returns
+ * its length. For the fixed-size type names of errors and results. */
+size_t vw_fmt_str(char *buf, size_t cap, const char *s);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit_record.h"
+#include "record_in.h"
 #include "vw_test.h"
 
 #define ACASE_FILE "fixtures/answers/cases.jsonl"
@@ -132,7 +132,7 @@ vw_status vw_acase_plan(vw_engine *e, const vw_acase *c, vw_plan **plan, int *st
                      .request_id = c->name};
     vw_result res = {0};
     bool rejected = false;
-    vw_status st = vw_admit_check(&rec, c->max_request_bytes, &rejected, &res, err);
+    vw_status st = vw_record_in_check(&rec, c->max_request_bytes, &rejected, &res, err);
     if (st == VW_OK && rejected) {
         *status = res.vela_status;
         vw_sbuf_put(rej, res.value, res.value_len);

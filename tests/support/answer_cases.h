@@ -1,7 +1,7 @@
 /* answer_cases.h — the end-to-end answer goldens (fixtures/answers/cases.jsonl,
  * written by tools/make_answer_goldens.py) for tests/test_engine.c and
  * tests/test_schemas.c: loading them, and running one case the way the worker
- * does: record checks first (vw_admit_check: size, Python json.loads rules,
+ * does: record checks first (vw_record_in_check: size, Python json.loads rules,
  * top-level object), then the engine (plan; score when planned).
  *
  * Ownership: vw_acases owns every case (vw_acases_free); vw_acase_engines owns

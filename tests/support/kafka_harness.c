@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <spawn.h>
@@ -35,16 +36,36 @@ void vw_kh_sleep_ms(int ms) {
     }
 }
 
+static char test_dir[64];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The test process's folder goes when it exits (after its processes were
+ * killed first), unless
+ * VW_KEEP_TEST_DIRS is set to read the logs of a run. */
+static void kill_leftovers(void);
+
+static void remove_test_dir(void) {
+    kill_leftovers();
+    if (test_dir[0] && !getenv("VW_KEEP_TEST_DIRS"))
+        nftw(test_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 const char *vw_kh_dir(void) {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/vw-kafka-XXXXXX");
-        if (!mkdtemp(dir)) {
+    if (!test_dir[0]) {
+        snprintf(test_dir, sizeof test_dir, "/tmp/vw-kafka-XXXXXX");
+        if (!mkdtemp(test_dir)) {
             perror("mkdtemp");
-            dir[0] = 0;
+            test_dir[0] = 0;
+        } else {
+            atexit(remove_test_dir);
         }
     }
-    return dir;
+    return test_dir;
 }
 
 /* Processes still running when a test ends (a failed assertion skips its
@@ -140,6 +161,11 @@ int vw_kh_spawn(const char *name, char *const *args, char *const *extra_env, vw_
     return spawn(name, args, extra_env, -1, p);
 }
 
+int vw_kh_spawn_bin(const char *bin, const char *name, char *const *args, char *const *extra_env,
+                    vw_kh_proc *p) {
+    return spawn_bin(bin, name, args, extra_env, -1, p);
+}
+
 int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env, vw_kh_proc *p) {
     char *args[] = {"run", "--config", (char *)cfg, NULL};
     return spawn(name, args, extra_env, -1, p);
@@ -189,7 +215,7 @@ int vw_kh_wait_log(const vw_kh_proc *p, const char *needle, int timeout_ms) {
 }
 
 /* Every line the process's logger wrote must be one strict JSON object with
- * each key once (docs/worker.md "Logs"); other stderr lines (a crash point's
+ * each key once (docs/operations.md "Logs"); other stderr lines (a crash point's
  * abort, replay progress) do not start with '{' and are not log events. */
 static void check_log_lines(const vw_kh_proc *p) {
     char *log = vw_read_file(p->log_path, NULL);
@@ -308,7 +334,7 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b) {
 }
 
 /* A loopback port nobody listens on now (the kernel's choice). */
-static int free_port(void) {
+int vw_kh_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t len = sizeof a;
@@ -320,7 +346,7 @@ static int free_port(void) {
     return port;
 }
 
-static bool listening(int port) {
+bool vw_kh_listening(int port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port),
@@ -335,7 +361,7 @@ int vw_kh_tansu_start(const char *topics, vw_kh_broker *b) {
     const char *bin = getenv("VW_TANSU");
     memset(b, 0, sizeof *b);
     b->control_fd = -1;
-    int port = free_port();
+    int port = vw_kh_free_port();
     if (!bin || !*bin || port < 0) {
         fprintf(stderr, "kafka_harness: VW_TANSU is not set (scripts/peers installs Tansu)\n");
         return -1;
@@ -350,7 +376,7 @@ int vw_kh_tansu_start(const char *topics, vw_kh_broker *b) {
         return -1;
     b->pid = p.pid;
     int64_t end = vw_kh_now_ms() + 10000;
-    while (!listening(port) && vw_kh_now_ms() < end)
+    while (!vw_kh_listening(port) && vw_kh_now_ms() < end)
         vw_kh_sleep_ms(20);
     /* "name:parts,..." -> tansu topic create NAME --broker URL --partitions N */
     char spec[256];
@@ -440,8 +466,8 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         c->offsets[i] = m->offset;
 }
 
-static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const char *group,
-                          void *opaque) {
+static rd_kafka_t *client_conf(rd_kafka_type_t type, const char *bootstrap, const char *group,
+                               void *opaque, const char *const *props) {
     char errstr[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr);
@@ -455,6 +481,18 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
         rd_kafka_conf_set_dr_msg_cb(conf, on_dr);
         rd_kafka_conf_set_opaque(conf, opaque);
     }
+    for (size_t i = 0; props && props[i]; i++) {
+        char kv[256];
+        snprintf(kv, sizeof kv, "%s", props[i]);
+        char *eq = strchr(kv, '=');
+        if (eq)
+            *eq = 0;
+        if (!eq || rd_kafka_conf_set(conf, kv, eq + 1, errstr, sizeof errstr)) {
+            fprintf(stderr, "kafka_harness: %s: %s\n", props[i], eq ? errstr : "not key=value");
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
     rd_kafka_t *rk = rd_kafka_new(type, conf, errstr, sizeof errstr);
     if (!rk) {
         fprintf(stderr, "kafka_harness: rd_kafka_new: %s\n", errstr);
@@ -463,10 +501,20 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const cha
     return rk;
 }
 
+static rd_kafka_t *client(rd_kafka_type_t type, const char *bootstrap, const char *group,
+                          void *opaque) {
+    return client_conf(type, bootstrap, group, opaque, NULL);
+}
+
 int vw_kh_produce(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
                   int32_t *partitions, int64_t *offsets) {
+    return vw_kh_produce_conf(bootstrap, topic, msgs, n, NULL, partitions, offsets);
+}
+
+int vw_kh_produce_conf(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
+                       const char *const *props, int32_t *partitions, int64_t *offsets) {
     dr_ctx c = {partitions, offsets, 0};
-    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, bootstrap, NULL, &c);
+    rd_kafka_t *rk = client_conf(RD_KAFKA_PRODUCER, bootstrap, NULL, &c, props);
     if (!rk)
         return -1;
     for (size_t i = 0; i < n; i++) {

@@ -6,6 +6,7 @@
  * Every process is started by its pid and stopped by that pid only. Files go to
  * a per-test directory under /tmp (kept when a test fails, for its logs).
  * Functions return 0 on success, -1 on failure (with a message on stderr).
+ * Apache Kafka clusters (scripts/kafka) for a test: kafka_apache.h.
  */
 #ifndef VW_KAFKA_HARNESS_H
 #define VW_KAFKA_HARNESS_H
@@ -30,7 +31,8 @@ typedef struct vw_kh_proc {
     bool ours;          /* a vela-worker process: its log lines are checked (vw_kh_stop) */
 } vw_kh_proc;
 
-/* A fresh directory for this test's files (static storage, valid until exit). */
+/* A fresh directory for this test's files (static storage, valid until exit;
+ * removed at exit unless VW_KEEP_TEST_DIRS is set). */
 const char *vw_kh_dir(void);
 
 /* Starts `vela-worker broker --topics SPEC --control` and reads its bootstrap line. */
@@ -41,6 +43,10 @@ int vw_kh_broker_start_n(const char *topics, int n_brokers, vw_kh_broker *b);
  * loopback port with in-memory storage and creates the topics of the spec
  * "name:parts,...". No control stream. Stop it with vw_kh_broker_stop. */
 int vw_kh_tansu_start(const char *topics, vw_kh_broker *b);
+/* A loopback port nobody listens on now (the kernel's choice), or -1. */
+int vw_kh_free_port(void);
+/* Whether something accepts connections on 127.0.0.1:port. */
+bool vw_kh_listening(int port);
 /* Sends one control line (see worker/service/broker.h). */
 int vw_kh_broker_control(vw_kh_broker *b, const char *line);
 void vw_kh_broker_stop(vw_kh_broker *b);
@@ -61,6 +67,9 @@ int vw_kh_write_config(const vw_kh_broker *b, const char *group, const char *ext
 /* Runs `vela-worker <argv...>` with extra environment entries ("K=V", NULL-terminated,
  * may be NULL). name labels its log files. */
 int vw_kh_spawn(const char *name, char *const *args, char *const *extra_env, vw_kh_proc *p);
+/* The same for any program bin (not a vela-worker: its log lines are not checked). */
+int vw_kh_spawn_bin(const char *bin, const char *name, char *const *args, char *const *extra_env,
+                    vw_kh_proc *p);
 /* Starts `vela-worker run --config cfg`. */
 int vw_kh_worker_start(const char *name, const char *cfg, char *const *extra_env, vw_kh_proc *p);
 /* Waits until the process's log contains needle; -1 on timeout or exit. */
@@ -88,6 +97,10 @@ typedef struct vw_kh_msg {
  * each message's partition and offset. */
 int vw_kh_produce(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
                   int32_t *partitions, int64_t *offsets);
+/* The same with extra producer properties ("key=value", NULL-terminated, may
+ * be NULL), e.g. "compression.codec=zstd". */
+int vw_kh_produce_conf(const char *bootstrap, const char *topic, const vw_kh_msg *msgs, size_t n,
+                       const char *const *props, int32_t *partitions, int64_t *offsets);
 
 /* Reads the whole topic with kcat -J until at least `want` records are there
  * or timeout_ms passed; returns a JSON array of kcat records (caller decrefs),

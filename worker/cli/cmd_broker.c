@@ -5,6 +5,7 @@
  * relay to the first mock broker (relay.h). */
 #include "service/broker.h"
 #include "service/relay.h"
+#include "cli_args.h"
 #include "commands.h"
 #include "stop_signals.h"
 
@@ -31,12 +32,19 @@ static void usage(FILE *f) {
                "  --bootstrap-file  also write the bootstrap string to FILE\n"
                "  --group-timeouts  session timeout and heartbeat interval of KIP-848 groups\n"
                "                    (group.protocol=consumer; librdkafka 2.12 or later)\n"
-               "  --control         read control commands from stdin (see broker.h);\n"
-               "                    exit when stdin closes\n");
+               "  --control         read control commands from stdin, one a line, and\n"
+               "                    exit when stdin closes:\n"
+               "                      topic NAME PARTITIONS     create a topic\n"
+               "                      err APIKEY COUNT CODE     the next COUNT requests of\n"
+               "                        APIKEY (Produce 0, Fetch 1, OffsetCommit 8, ...)\n"
+               "                        fail with CODE (-195: a disconnect)\n"
+               "                      down BROKER / up BROKER   take a broker down, back up\n"
+               "                      leader TOPIC PART BROKER  move a partition's leader\n"
+               "                      quit                      stop\n");
 }
 
 /* SIGTERM/SIGINT write a byte here (the signal-handler exception to "no
- * mutable globals", as cmd_run.c's flag). A handler, not a blocked signal read
+ * mutable globals", as stop_signals.c's flag). A handler, not a blocked signal read
  * through signalfd: OpenBLAS starts its threads when the library loads, before
  * main could block anything, and a signal the kernel gave one of them killed
  * the process (exit 143) instead of stopping the broker. */
@@ -116,7 +124,8 @@ int vw_cmd_broker(int argc, char **argv) {
     char boot[512];
     vw_err err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             topics = optarg;
@@ -141,19 +150,19 @@ int vw_cmd_broker(int argc, char **argv) {
             control = 1;
             break;
         case 'g':
-            if (sscanf(optarg, "%d,%d", &g_session, &g_heartbeat) != 2) {
-                usage(stderr);
-                return 2;
-            }
+            if (sscanf(optarg, "%d,%d", &g_session, &g_heartbeat) != 2)
+                return vw_cli_usage_error("broker",
+                                          "--group-timeouts wants SESSION_MS,HEARTBEAT_MS", usage);
             break;
         case 'h':
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
-            return 2;
+            return vw_cli_getopt_error("broker", c, argv, usage);
         }
     }
+    if (optind != argc)
+        return vw_cli_bad_arg("broker", argv[optind], usage);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC | O_NONBLOCK)) {
         perror("vela-worker broker: pipe");

@@ -2,8 +2,9 @@
  * what a deployment pipeline runs before rolling out a bundle. Opens the
  * package as the worker does (every file against its digests, the safetensors
  * headers, the backbone's tensors, config, tokenizer, calibration and the
- * heads against the backbone's width; with --anchor, MODEL_MANIFEST.json's
- * digest first) without upcasting the backbone: the engine gets an executor
+ * heads against the backbone's width, every weight for sense (finite, within
+ * VW_WEIGHT_MAX_ABS); with --anchor, MODEL_MANIFEST.json's digest first)
+ * without upcasting the backbone: the engine gets an executor
  * that reads no weights (core/model/synthetic.h "instant"). Prints the
  * manifest digest (the value to pin as model.manifest_sha256), the revision,
  * the shape, the parameter count and the memory per precision
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "commands.h"
 #include "engine.h"
 #include "model/sizes.h"
@@ -95,36 +97,36 @@ static void print_report(const vw_engine *e, const seen *s, size_t max_tokens) {
 static int verify(int argc, char **argv) {
     const char *dir = NULL, *anchor = NULL;
     size_t max_tokens = VW_BATCH_MAX_TOKENS_DEFAULT;
+    const char *cmd = "bundle verify", *v;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (vw_cli_is_help(argv[i])) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--anchor") && i + 1 < argc) {
-            anchor = argv[++i];
-        } else if (!strcmp(argv[i], "--max-tokens") && i + 1 < argc) {
-            char *end = NULL;
-            long long v = strtoll(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 100000000) {
-                fprintf(stderr, "vela-worker bundle verify: --max-tokens wants 1..100000000\n");
+        } else if (!strcmp(argv[i], "--anchor")) {
+            if (!(anchor = vw_cli_value(cmd, argc, argv, &i, usage)))
                 return 2;
-            }
-            max_tokens = (size_t)v;
+        } else if (!strcmp(argv[i], "--max-tokens")) {
+            if (!(v = vw_cli_value(cmd, argc, argv, &i, usage)))
+                return 2;
+            char *end = NULL;
+            long long n = strtoll(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 100000000)
+                return vw_cli_usage_error(cmd, "--max-tokens wants 1..100000000", NULL);
+            max_tokens = (size_t)n;
         } else if (argv[i][0] != '-' && !dir) {
             dir = argv[i];
         } else {
-            usage(stderr);
-            return 2;
+            return vw_cli_bad_arg(cmd, argv[i], usage);
         }
     }
-    if (!dir) {
-        usage(stderr);
-        return 2;
-    }
+    if (!dir)
+        return vw_cli_usage_error(cmd, "the bundle directory DIR is required", usage);
     seen s = {0};
     vw_engine_opts opts = {.make_executor = verify_executor,
                            .make_ctx = &s,
                            .noul_calibration = -1,
-                           .manifest_sha256 = anchor};
+                           .manifest_sha256 = anchor,
+                           .scan_weights_full = 1};
     vw_engine *e = NULL;
     vw_err err = {0};
     if (vw_engine_open(dir, &opts, &e, &err) != VW_OK) {
@@ -141,10 +143,15 @@ static int verify(int argc, char **argv) {
 int vw_cmd_bundle(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "verify"))
         return verify(argc - 1, argv + 1);
-    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    if (argc >= 2 && vw_cli_is_help(argv[1])) {
         usage(stdout);
         return 0;
     }
-    usage(stderr);
-    return 2;
+    if (argc < 2)
+        return vw_cli_usage_error("bundle", "which? (verify)", usage);
+    if (argv[1][0] == '-')
+        return vw_cli_bad_arg("bundle", argv[1], usage);
+    char why[300];
+    snprintf(why, sizeof why, "unknown subcommand '%.200s' (verify)", argv[1]);
+    return vw_cli_usage_error("bundle", why, usage);
 }

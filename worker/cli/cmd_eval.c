@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "commands.h"
 #include "eval/eval.h"
 #include "eval/list.h"
@@ -27,8 +28,9 @@ static void usage(FILE *f) {
             "  labels ({\"request_id\", \"labels\": {qid: expected}} lines) and agreement with a\n"
             "  baseline replay of the same records, joined by request_id (docs/eval.md).\n"
             "  --json       one JSON object on stdout instead of the tables\n"
-            "  --html FILE  also a self-contained HTML report (tables, reliability diagrams,\n"
-            "               confusion matrices, A/B)\n"
+            "  --html FILE  also a self-contained HTML report (tables; per question its\n"
+            "               figures: reliability, confusion, score calibration and\n"
+            "               residuals, per-label precision/recall; A/B changes and flips)\n"
             "  --top N      list the N records that changed most against the baseline\n"
             "  --list       one line per record (id, status, decisions) instead of a report\n"
             "  Bad lines and labels are reported on stderr as file:line and counted.\n");
@@ -64,7 +66,8 @@ static int parse_args(int argc, char **argv, args *a) {
     a->o.log_max = 20;
     a->width = 100;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'r':
             a->o.results = optarg;
@@ -82,25 +85,40 @@ static int parse_args(int argc, char **argv, args *a) {
             a->html = optarg;
             break;
         case 't':
-            if (parse_count(optarg, &a->o.top))
-                return -1;
+            if (parse_count(optarg, &a->o.top)) {
+                vw_cli_usage_error("eval", "--top wants 0..1000000", usage);
+                return -2;
+            }
             break;
         case 'L':
             a->list = true;
             break;
         case 'w':
-            if (parse_count(optarg, &a->width))
-                return -1;
+            if (parse_count(optarg, &a->width)) {
+                vw_cli_usage_error("eval", "--width wants 0..1000000", usage);
+                return -2;
+            }
             break;
         case 'h':
             usage(stdout);
             return 1;
         default:
-            return -1;
+            vw_cli_getopt_error("eval", c, argv, usage);
+            return -2;
         }
     }
-    if (!a->o.results || optind != argc || (a->o.top && !a->o.baseline))
-        return -1;
+    if (optind != argc) {
+        vw_cli_bad_arg("eval", argv[optind], usage);
+        return -2;
+    }
+    if (!a->o.results) {
+        vw_cli_usage_error("eval", "--results FILE is required", usage);
+        return -2;
+    }
+    if (a->o.top && !a->o.baseline) {
+        vw_cli_usage_error("eval", "--top needs --baseline", usage);
+        return -2;
+    }
     return 0;
 }
 
@@ -162,11 +180,8 @@ done:
 int vw_cmd_eval(int argc, char **argv) {
     args a;
     int p = parse_args(argc, argv, &a);
-    if (p) {
-        if (p < 0)
-            usage(stderr);
-        return p < 0 ? 2 : 0;
-    }
+    if (p)
+        return p < 0 ? 2 : 0; /* a usage error was said, or --help printed */
     if (a.list) {
         vw_err err = {0};
         if (vw_eval_list(a.o.results, a.width, stdout, stderr, &err)) {

@@ -10,6 +10,7 @@
 
 #include "model/backbone_cpu.h"
 #include "model/bundle.h"
+#include "cli_args.h"
 #include "commands.h"
 
 static void usage(FILE *f) {
@@ -98,22 +99,21 @@ static vw_status run(const char *dir, vw_err *err) {
 int vw_cmd_forward(int argc, char **argv) {
     const char *dir = NULL, *device = "cpu";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (vw_cli_is_help(argv[i])) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--bundle") && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            device = argv[++i];
+        } else if (!strcmp(argv[i], "--bundle")) {
+            if (!(dir = vw_cli_value("forward", argc, argv, &i, usage)))
+                return 2;
+        } else if (!strcmp(argv[i], "--device")) {
+            if (!(device = vw_cli_value("forward", argc, argv, &i, usage)))
+                return 2;
         } else {
-            usage(stderr);
-            return 2;
+            return vw_cli_bad_arg("forward", argv[i], usage);
         }
     }
-    if (!dir) {
-        usage(stderr);
-        return 2;
-    }
+    if (!dir)
+        return vw_cli_usage_error("forward", "--bundle DIR is required", usage);
     if (strcmp(device, "cpu")) {
         fprintf(stderr, "vela-worker forward: device '%s' is not available (cpu only)\n", device);
         return 2;

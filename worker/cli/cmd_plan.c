@@ -3,6 +3,7 @@
  * indices, answer plan, usage) or the rejection {"status":..,"detail":[..]}.
  * Exit 0 when a decision was printed (200 or a rejection), 1 on a failure
  * (bundle, tokenizer, memory), 2 on bad arguments. */
+#include "cli_args.h"
 #include "commands.h"
 
 #include <stdio.h>
@@ -80,22 +81,21 @@ done:
 int vw_cmd_plan(int argc, char **argv) {
     const char *bundle = NULL, *tok = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (vw_cli_is_help(argv[i])) {
             usage(stdout);
             return 0;
         }
-        if (!strcmp(argv[i], "--bundle") && i + 1 < argc) {
-            bundle = argv[++i];
-        } else if (!strcmp(argv[i], "--tokenizer") && i + 1 < argc) {
-            tok = argv[++i];
+        if (!strcmp(argv[i], "--bundle")) {
+            if (!(bundle = vw_cli_value("plan", argc, argv, &i, usage)))
+                return 2;
+        } else if (!strcmp(argv[i], "--tokenizer")) {
+            if (!(tok = vw_cli_value("plan", argc, argv, &i, usage)))
+                return 2;
         } else {
-            usage(stderr);
-            return 2;
+            return vw_cli_bad_arg("plan", argv[i], usage);
         }
     }
-    if (!bundle) {
-        usage(stderr);
-        return 2;
-    }
+    if (!bundle)
+        return vw_cli_usage_error("plan", "--bundle DIR is required", usage);
     return run(bundle, tok);
 }

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_args.h"
 #include "commands.h"
+#include "kafka_conf.h"
 #include "stop_signals.h"
 #include "service/config.h"
 #include "offsets.h"
@@ -21,13 +23,6 @@
 #include "worker.h"
 
 extern char **environ;
-
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig) {
-    (void)sig;
-    stop_requested = 1;
-}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -208,6 +203,16 @@ typedef struct args {
     bound from, to;
 } args;
 
+static int bad_bound(const char *opt, const char *v) {
+    char why[300];
+    snprintf(why, sizeof why, "%s '%.200s': expected an offset, @ms, YYYY-MM-DDTHH:MM:SSZ%s", opt,
+             v, strcmp(opt, "--to") ? "" : " or end");
+    vw_cli_usage_error("replay", why, usage);
+    return -2;
+}
+
+/* 0: run; 1: --help printed; -1: usage error (usage to print); -2: usage
+ * error already said. */
 static int parse_args(int argc, char **argv, args *a) {
     static const struct option opts[] = {{"config", required_argument, 0, 'c'},
                                          {"topic", required_argument, 0, 't'},
@@ -223,7 +228,8 @@ static int parse_args(int argc, char **argv, args *a) {
     memset(a, 0, sizeof *a);
     a->partition = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 'c':
             a->config = optarg;
@@ -241,21 +247,35 @@ static int parse_args(int argc, char **argv, args *a) {
             a->results_topic = optarg;
             break;
         case 'f':
-            have_from = !parse_bound(optarg, false, &a->from);
+            if (parse_bound(optarg, false, &a->from))
+                return bad_bound("--from", optarg);
+            have_from = true;
             break;
         case 'e':
-            have_to = !parse_bound(optarg, true, &a->to);
+            if (parse_bound(optarg, true, &a->to))
+                return bad_bound("--to", optarg);
+            have_to = true;
             break;
         case 'h':
             usage(stdout);
             return 1;
         default:
-            return -1;
+            vw_cli_getopt_error("replay", c, argv, usage);
+            return -2;
         }
     }
-    if (!a->config || !a->topic || !have_from || !have_to || (a->out && a->results_topic) ||
-        optind != argc)
-        return -1;
+    if (optind != argc) {
+        vw_cli_bad_arg("replay", argv[optind], usage);
+        return -2;
+    }
+    if (!a->config || !a->topic || !have_from || !have_to) {
+        vw_cli_usage_error("replay", "--config, --topic, --from and --to are required", usage);
+        return -2;
+    }
+    if (a->out && a->results_topic) {
+        vw_cli_usage_error("replay", "--out and --results-topic exclude each other", usage);
+        return -2;
+    }
     /* Two offsets or two times compare as given: a range that ends before it
      * starts is a mistake, not an empty replay (a time and an offset compare
      * only once resolved, per partition: such a range is cut to empty). */
@@ -268,7 +288,8 @@ static int parse_args(int argc, char **argv, args *a) {
     return 0;
 }
 
-static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ranges, size_t n) {
+static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ranges, size_t n,
+                  volatile sig_atomic_t *stop) {
     vw_log log = {.level = cfg->log.level, .format = cfg->log.format, .out = stderr};
     vw_processor *proc = NULL;
     vw_worker *w = NULL;
@@ -281,7 +302,7 @@ static int replay(const vw_config *cfg, const args *a, const vw_replay_range *ra
     }
     if (!vw_processor_open(cfg, &log, &proc, &err) &&
         !vw_worker_new(cfg, &log, proc, NULL, &w, &err) &&
-        !vw_worker_replay(w, ranges, n, out, a->results_topic, &stop_requested, &err))
+        !vw_worker_replay(w, ranges, n, out, a->results_topic, stop, &err))
         rc = 0;
     vw_worker_free(w);
     vw_processor_free(proc);
@@ -296,7 +317,7 @@ int vw_cmd_replay(int argc, char **argv) {
     args a;
     int p = parse_args(argc, argv, &a);
     if (p) {
-        if (p < 0)
+        if (p == -1)
             usage(stderr);
         return p < 0 ? 2 : 0;
     }
@@ -315,15 +336,21 @@ int vw_cmd_replay(int argc, char **argv) {
         vw_config_free(cfg);
         return chk == VW_EINVAL ? 2 : 1;
     }
+    /* Which records it reads: with transactional producers upstream (an
+     * exactly_once worker's results among them) only read_committed skips
+     * the aborted ones. */
+    const char *isolation = vw_kafka_consumer_prop(cfg, "isolation.level");
+    fprintf(stderr, "replay: reading %s with isolation.level=%s%s\n", a.topic,
+            isolation ? isolation : "read_committed", isolation ? "" : " (the default)");
     char *topic = strdup(a.topic);
     free(cfg->topics.input);
     cfg->topics.input = topic; /* the replayed topic is this run's input */
-    vw_cli_on_stop(on_signal);
+    volatile sig_atomic_t *stop = vw_cli_stop_flag();
     vw_replay_range *ranges = NULL;
     size_t n = 0;
     int rc = 1;
     if (topic && !resolve_ranges(cfg, a.topic, a.partition, &a.from, &a.to, &ranges, &n))
-        rc = replay(cfg, &a, ranges, n);
+        rc = replay(cfg, &a, ranges, n, stop);
     free(ranges);
     vw_config_free(cfg);
     return rc;

@@ -9,6 +9,7 @@
  * kept or parsed: input is read in bounded pieces. Exit 0 even when a request
  * is rejected (the rejection is the answer); 1 when the bundle cannot be used,
  * stdin cannot be read or scoring fails; 2 on bad arguments. */
+#include "cli_args.h"
 #include "commands.h"
 
 #include <stdio.h>
@@ -17,8 +18,9 @@
 
 #include "service/config.h"
 #include "service/device.h"
-#include "admit_record.h"
+#include "record_in.h"
 #include "engine.h"
+#include "util/reserve.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -92,15 +94,9 @@ static int read_request(FILE *f, int jsonl, size_t max, request_in *r) {
             break;
         last = c;
         if (r->size++ >= max)
-            continue; /* counted, not kept */
-        if (r->len + 1 >= r->cap) {
-            size_t cap = r->cap ? r->cap * 2 : 4096;
-            char *p = realloc(r->buf, cap);
-            if (!p)
-                return -1;
-            r->buf = p;
-            r->cap = cap;
-        }
+            continue;                                             /* counted, not kept */
+        if (vw_reserve((void **)&r->buf, &r->cap, r->len + 2, 1)) /* the byte and a NUL */
+            return -1;
         r->buf[r->len++] = (char)c;
     }
     if (ferror(f))
@@ -114,14 +110,14 @@ static int read_request(FILE *f, int jsonl, size_t max, request_in *r) {
 }
 
 /* Plans one request into *it (a plan, or the rejection JSON): over max
- * bytes, the 413 the worker answers (admit_record.h) for a record that size. */
+ * bytes, the 413 the worker answers (record_in.h) for a record that size. */
 static vw_status plan_one(vw_engine *e, const request_in *in, size_t max, pending *it,
                           vw_err *err) {
     if (in->size > max) {
         vw_record rec = {.value_len = in->size};
         vw_result res = {0};
         bool rejected = false;
-        vw_status st = vw_admit_check(&rec, (int64_t)max, &rejected, &res, err);
+        vw_status st = vw_record_in_check(&rec, (int64_t)max, &rejected, &res, err);
         if (st == VW_OK)
             vw_sbuf_put(&it->out, res.value, res.value_len);
         vw_result_clear(&res);
@@ -185,52 +181,52 @@ static int run(const char *bundle, const char *device, const char *precision, in
     return st == VW_OK ? 0 : 1;
 }
 
+/* v is a whole number in [lo, hi]. */
+static bool number(const char *v, long lo, long hi, long *out) {
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi)
+        return false;
+    *out = x;
+    return true;
+}
+
 int vw_cmd_score(int argc, char **argv) {
     const char *bundle = NULL, *device = "auto", *precision = "auto";
     int jsonl = 0;
     long batch = 16, max = VW_MAX_REQUEST_BYTES_DEFAULT;
     long max_tokens = VW_REQUEST_TOKENS_PER_BATCH * VW_BATCH_MAX_TOKENS_DEFAULT;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        const char *v = NULL;
+        if (vw_cli_is_help(argv[i])) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--bundle") && i + 1 < argc) {
-            bundle = argv[++i];
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            device = argv[++i];
-        } else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
-            precision = argv[++i];
         } else if (!strcmp(argv[i], "--jsonl")) {
             jsonl = 1;
-        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
-            char *end = NULL;
-            batch = strtol(argv[++i], &end, 10);
-            if (!end || *end || batch < 1 || batch > 4096) {
-                fprintf(stderr, "vela-worker score: --batch wants 1..4096\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--max-request-bytes") && i + 1 < argc) {
-            char *end = NULL;
-            max = strtol(argv[++i], &end, 10);
-            if (!end || *end || max < 1 || max > 1000000000) { /* the config's range */
-                fprintf(stderr, "vela-worker score: --max-request-bytes wants 1..1000000000\n");
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--max-request-tokens") && i + 1 < argc) {
-            char *end = NULL;
-            max_tokens = strtol(argv[++i], &end, 10);
-            if (!end || *end || max_tokens < 0 || max_tokens > 1000000000) {
-                fprintf(stderr, "vela-worker score: --max-request-tokens wants 0..1000000000\n");
-                return 2;
-            }
-        } else {
-            usage(stderr);
+        } else if (strcmp(argv[i], "--bundle") && strcmp(argv[i], "--device") &&
+                   strcmp(argv[i], "--precision") && strcmp(argv[i], "--batch") &&
+                   strcmp(argv[i], "--max-request-bytes") &&
+                   strcmp(argv[i], "--max-request-tokens")) {
+            return vw_cli_bad_arg("score", argv[i], usage);
+        } else if (!(v = vw_cli_value("score", argc, argv, &i, usage))) {
             return 2;
+        } else if (!strcmp(argv[i - 1], "--bundle")) {
+            bundle = v;
+        } else if (!strcmp(argv[i - 1], "--device")) {
+            device = v;
+        } else if (!strcmp(argv[i - 1], "--precision")) {
+            precision = v;
+        } else if (!strcmp(argv[i - 1], "--batch")) {
+            if (!number(v, 1, 4096, &batch))
+                return vw_cli_usage_error("score", "--batch wants 1..4096", NULL);
+        } else if (!strcmp(argv[i - 1], "--max-request-bytes")) {
+            if (!number(v, 1, 1000000000, &max)) /* the config's range */
+                return vw_cli_usage_error("score", "--max-request-bytes wants 1..1000000000", NULL);
+        } else if (!number(v, 0, 1000000000, &max_tokens)) { /* --max-request-tokens */
+            return vw_cli_usage_error("score", "--max-request-tokens wants 0..1000000000", NULL);
         }
     }
-    if (!bundle) {
-        usage(stderr);
-        return 2;
-    }
+    if (!bundle)
+        return vw_cli_usage_error("score", "--bundle DIR is required", usage);
     return run(bundle, device, precision, jsonl, (size_t)batch, (size_t)max, max_tokens);
 }

@@ -5,6 +5,7 @@
  * A bad line never stops the run; the exit status is non-zero only when the
  * tokenizer cannot be loaded (1) or the arguments are wrong (2).
  */
+#include "cli_args.h"
 #include "commands.h"
 #include "tokenizer/tokenizer.h"
 
@@ -108,7 +109,8 @@ int vw_cmd_tokenize(int argc, char **argv) {
     int offsets = 0, c;
     unsigned flags = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             path = optarg;
@@ -123,14 +125,13 @@ int vw_cmd_tokenize(int argc, char **argv) {
             usage(stdout);
             return 0;
         default:
-            usage(stderr);
-            return 2;
+            return vw_cli_getopt_error("tokenize", c, argv, usage);
         }
     }
-    if (!path || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
+    if (optind != argc)
+        return vw_cli_bad_arg("tokenize", argv[optind], usage);
+    if (!path)
+        return vw_cli_usage_error("tokenize", "--tokenizer FILE is required", usage);
     vw_tokenizer *tok = NULL;
     vw_err err;
     vw_err_clear(&err);

@@ -1,4 +1,5 @@
 /* cmd_version.c — `vela-worker version`: build facts and the devices this host offers. */
+#include "cli_args.h"
 #include "commands.h"
 
 #include <stdio.h>
@@ -9,9 +10,19 @@
 #include "vw_cuda.h"
 #endif
 
+static void usage(FILE *f) {
+    fprintf(f, "usage: vela-worker version (or vela-worker --version)\n"
+               "  prints the version, the librdkafka loaded and built against, the librdkafka\n"
+               "  workarounds in force and the CUDA devices this build sees\n");
+}
+
 int vw_cmd_version(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
+    if (argc > 1 && vw_cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc > 1)
+        return vw_cli_bad_arg("version", argv[1], usage);
     char kv[128];
     vw_kafka_versions(kv, sizeof kv);
     printf("vela-worker 0.1.0\n");

@@ -27,7 +27,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: vela-worker <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`vela-worker <command> --help` describes a command.\n");
+    fprintf(f, "\n`vela-worker <command> --help` describes a command; `vela-worker --version`\n"
+               "is `vela-worker version`.\n");
 }
 
 int main(int argc, char **argv) {
@@ -39,10 +40,13 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version"))
+        return vw_cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "vela-worker: unknown command '%s'\n", argv[1]);
+    fprintf(stderr, "vela-worker: unknown %s '%s'\n", argv[1][0] == '-' ? "option" : "command",
+            argv[1]);
     usage(stderr);
     return 2;
 }

@@ -4,6 +4,7 @@
 #include "compare.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -186,9 +187,71 @@ static void note_disagreement(vw_eval_change *c, const char *qid) {
     memcpy(c->changed + used, qid, n + 1);
 }
 
+/* The probability change of a choice (its pick in A) or a Noul, A − B;
+ * NaN for the other types. */
+static double prob_change(vw_qtype t, const json_t *a, const json_t *b) {
+    if (t == VW_QT_NOUL)
+        return json_number_value(json_object_get(a, "noul")) -
+               json_number_value(json_object_get(b, "noul"));
+    if (t != VW_QT_CHOICE)
+        return NAN;
+    const char *pick = json_string_value(json_object_get(a, "choice"));
+    const json_t *pb = json_object_get(json_object_get(b, "probabilities"), pick);
+    return json_number_value(json_object_get(json_object_get(a, "probabilities"), pick)) -
+           (pb ? json_number_value(pb) : 0.0);
+}
+
+/* An answer's decision in words, for the flip list. */
+static void decision(vw_qtype t, const json_t *v, char *buf, size_t cap) {
+    switch (t) {
+    case VW_QT_CHOICE:
+        snprintf(buf, cap, "%s", json_string_value(json_object_get(v, "choice")));
+        return;
+    case VW_QT_NOUL: {
+        double p = json_number_value(json_object_get(v, "noul"));
+        snprintf(buf, cap, "%s %.2f", p >= 0.5 ? "yes" : "no", p);
+        return;
+    }
+    case VW_QT_SCORE:
+        snprintf(buf, cap, "%.2f", json_number_value(json_object_get(v, "score")));
+        return;
+    case VW_QT_SET: {
+        size_t i, n = 0;
+        json_t *x;
+        buf[n++] = '{';
+        json_array_foreach(json_object_get(v, "selected"), i, x) {
+            int w = snprintf(buf + n, cap - n, "%s%s", i ? "," : "", json_string_value(x));
+            n = w < 0 || (size_t)w >= cap - n ? cap - 2 : n + (size_t)w;
+        }
+        snprintf(buf + n, cap - n, "}");
+        return;
+    }
+    case VW_QT_SPAN: {
+        size_t k = json_array_size(v); /* a span answer is its list */
+        snprintf(buf, cap, "%zu span%s", k, k == 1 ? "" : "s");
+        return;
+    }
+    case VW_QT_UNKNOWN:
+        break;
+    }
+    snprintf(buf, cap, "?");
+}
+
+static void note_flip(vw_eval_flips *f, const char *id, const vw_eval_q *q, const json_t *a,
+                      const json_t *b) {
+    f->total++;
+    if (f->n == VW_EVAL_KEEP_FLIPS)
+        return;
+    vw_eval_flip *x = &f->v[f->n++];
+    snprintf(x->id, sizeof x->id, "%s", id);
+    snprintf(x->qid, sizeof x->qid, "%s", q->qid);
+    decision(q->type, b, x->from, sizeof x->from);
+    decision(q->type, a, x->to, sizeof x->to);
+}
+
 vw_status vw_eval_compare_records(vw_eval_qtable *t, const vw_eval_rec *a, const vw_eval_rec *b,
-                                  uint64_t seq, vw_eval_top *top, bool *status_changed,
-                                  vw_err *err) {
+                                  uint64_t seq, vw_eval_top *top, vw_eval_flips *flips,
+                                  bool *status_changed, vw_err *err) {
     vw_eval_change c = {.id = (char *)a->id, .max_delta = NAN, .seq = seq};
     vw_eval_rec_status_key(a, c.status_a, sizeof c.status_a);
     vw_eval_rec_status_key(b, c.status_b, sizeof c.status_b);
@@ -201,16 +264,14 @@ vw_status vw_eval_compare_records(vw_eval_qtable *t, const vw_eval_rec *a, const
         bool agree;
         double delta;
         vw_eval_compare_answers(q->type, x->v, y->v, &agree, &delta);
-        q->cmp_n++;
-        q->cmp_agree += agree;
-        if (!isnan(delta)) {
-            q->cmp_n_delta++;
-            q->cmp_delta_sum += delta;
-            if (isnan(c.max_delta) || delta > c.max_delta)
-                c.max_delta = delta;
-        }
-        if (!agree)
+        vw_eval_q_compared(q, agree, delta, prob_change(q->type, x->v, y->v));
+        if (!isnan(delta) && (isnan(c.max_delta) || delta > c.max_delta))
+            c.max_delta = delta;
+        if (!agree) {
             note_disagreement(&c, x->qid);
+            if (flips)
+                note_flip(flips, a->id, q, x->v, y->v);
+        }
     }
     if (!top || (!c.status_changed && !c.disagreements && !(c.max_delta > 0.0)))
         return VW_OK;

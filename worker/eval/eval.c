@@ -14,6 +14,7 @@
 #include "join.h"
 #include "record.h"
 #include "util/sbuf.h"
+#include "util/reserve.h"
 
 typedef struct run {
     const vw_eval_opts *o;
@@ -36,6 +37,12 @@ void vw_eval_problem_print(FILE *log, const char *file, uint64_t line, const cha
     vw_sbuf_free(&sb);
 }
 
+/* a comes before b: by file name, then line number. */
+static bool problem_before(const vw_eval_problem *a, const vw_eval_problem *b) {
+    int c = strcmp(a->file, b->file);
+    return c < 0 || (c == 0 && a->line < b->line);
+}
+
 static void problem(run *x, const char *file, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -46,11 +53,31 @@ static void problem(run *x, const char *file, uint64_t line, const char *fmt, ..
     va_start(ap, fmt);
     vsnprintf(p.msg, sizeof p.msg, fmt, ap);
     va_end(ap);
-    if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
-        r->problems[r->n_problems++] = p;
-    if (x->o->log && r->problems_total < x->o->log_max)
-        vw_eval_problem_print(x->o->log, file, line, p.msg);
     r->problems_total++;
+    /* Kept in (file, line) order, the first VW_EVAL_KEEP_PROBLEMS of it: a
+     * labels line is found when its result is read, so in the results'
+     * order (labels.jsonl:108 came before :32). Equal places keep the order
+     * they were found in. */
+    size_t at = r->n_problems;
+    while (at > 0 && problem_before(&p, &r->problems[at - 1]))
+        at--;
+    if (at >= VW_EVAL_KEEP_PROBLEMS)
+        return;
+    size_t n = r->n_problems < VW_EVAL_KEEP_PROBLEMS ? r->n_problems : VW_EVAL_KEEP_PROBLEMS - 1;
+    memmove(&r->problems[at + 1], &r->problems[at], (n - at) * sizeof p);
+    r->problems[at] = p;
+    if (r->n_problems < VW_EVAL_KEEP_PROBLEMS)
+        r->n_problems++;
+}
+
+/* The kept problems, in order, then how many more there were. */
+static void print_problems(const vw_eval_opts *o, const vw_eval_report *r) {
+    size_t shown = r->n_problems < o->log_max ? r->n_problems : o->log_max;
+    for (size_t i = 0; i < shown; i++)
+        vw_eval_problem_print(o->log, r->problems[i].file, r->problems[i].line, r->problems[i].msg);
+    if (r->problems_total > shown)
+        fprintf(o->log, "eval: %llu more problems not shown\n",
+                (unsigned long long)(r->problems_total - shown));
 }
 
 /* ---- per-file counts ----------------------------------------------------------- */
@@ -62,15 +89,10 @@ static vw_status count_status(vw_eval_file *f, const vw_eval_rec *rec, vw_err *e
     vw_status st = vw_strmap_put(&f->status, key, strlen(key), &i, NULL, err);
     if (st)
         return st;
-    if (i >= f->status_cap) {
-        size_t cap = f->status_cap ? f->status_cap * 2 : 8;
-        uint64_t *n = realloc(f->status_n, cap * sizeof *n);
-        if (!n)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: statuses");
-        memset(n + f->status_cap, 0, (cap - f->status_cap) * sizeof *n);
-        f->status_n = n;
-        f->status_cap = cap;
-    }
+    size_t had = f->status_cap;
+    if (vw_reserve((void **)&f->status_n, &f->status_cap, i + 1, sizeof *f->status_n))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: statuses");
+    memset(f->status_n + had, 0, (f->status_cap - had) * sizeof *f->status_n);
     f->status_n[i]++;
     return VW_OK;
 }
@@ -213,12 +235,7 @@ static vw_status register_questions(run *x, const vw_eval_rec *a, vw_err *err) {
         vw_status st = vw_eval_qtable_get(&x->r->questions, ans->qid, ans->type, &q, err);
         if (st)
             return st;
-        if (ans->error)
-            q->errors++;
-        else if (ans->type != q->type)
-            q->type_conflicts++;
-        else
-            q->answered++;
+        vw_eval_q_count(q, ans->error, ans->type);
     }
     return VW_OK;
 }
@@ -281,7 +298,8 @@ static vw_status join_baseline(run *x, const vw_eval_rec *a, const vw_eval_entry
     if ((st = vw_eval_join_read(&x->join, VW_SIDE_BASELINE, e, &s, &len, err)) ||
         (st = vw_eval_rec_parse(s, len, &x->b, err)))
         return st;
-    st = vw_eval_compare_records(&x->r->questions, a, &x->b, seq, &x->r->top, &changed, err);
+    st = vw_eval_compare_records(&x->r->questions, a, &x->b, seq, &x->r->top, &x->r->flips,
+                                 &changed, err);
     x->r->status_changed += changed;
     vw_eval_rec_clear(&x->b);
     return st;
@@ -353,9 +371,8 @@ vw_status vw_eval_run(const vw_eval_opts *o, vw_eval_report **out, vw_err *err) 
         for (size_t i = 0; i < x.r->questions.ids.n; i++)
             vw_eval_q_finish(x.r->questions.q[i]);
         vw_eval_top_sort(&x.r->top);
-        if (o->log && x.r->problems_total > o->log_max)
-            fprintf(o->log, "eval: %llu more problems not shown\n",
-                    (unsigned long long)(x.r->problems_total - o->log_max));
+        if (o->log)
+            print_problems(o, x.r);
     }
     vw_eval_rec_free(&x.a);
     vw_eval_rec_free(&x.b);

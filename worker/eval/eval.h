@@ -12,8 +12,10 @@
  * Missing, extra and duplicate ids are counted; a duplicate's later lines
  * are not used. A line that is not a usable record, and a label that does
  * not fit its question or names a question its result does not have, is a
- * problem: counted, kept (the first VW_EVAL_KEEP_PROBLEMS) and written to
- * opts->log as "file:line: message" (the first log_max; vw_eval_problem_print).
+ * problem: counted, kept (the first VW_EVAL_KEEP_PROBLEMS by file name, then
+ * line number) and, once the run is done, written to opts->log in that order
+ * as "file:line: message" (at most log_max, then a count of the others;
+ * vw_eval_problem_print).
  * Empty lines are skipped.
  *
  * Ownership: the caller frees the report (vw_eval_report_free); the report
@@ -37,7 +39,7 @@ typedef struct vw_eval_opts {
     const char *baseline; /* replay JSONL of the same records, or NULL */
     const char *labels;   /* labels JSONL, or NULL */
     size_t top;           /* keep the N records that changed most (needs baseline) */
-    FILE *log;            /* problems as found; NULL: none written */
+    FILE *log;            /* the problems at the end of the run; NULL: none written */
     size_t log_max;       /* at most this many problem lines (then a count) */
 } vw_eval_opts;
 
@@ -68,6 +70,7 @@ typedef struct vw_eval_report {
     uint64_t in_both, only_in_results, only_in_baseline, status_changed;
     vw_eval_qtable questions;
     vw_eval_top top;
+    vw_eval_flips flips; /* A/B: the first flipped decisions (compare.h) */
     vw_eval_problem problems[VW_EVAL_KEEP_PROBLEMS];
     size_t n_problems;
     uint64_t problems_total;

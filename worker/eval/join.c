@@ -1,6 +1,7 @@
 /* join.c — ids to line positions, and lines read back by position. Owns the
  * index and the read-back files; never parses a line. */
 #include "join.h"
+#include "util/reserve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,14 +34,8 @@ vw_status vw_eval_join_entry(vw_eval_join *j, const char *id, size_t len, vw_eva
         *e = &j->e[k];
         return VW_OK;
     }
-    if (j->ids.n == j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 1024;
-        vw_eval_entry *v = realloc(j->e, cap * sizeof *v);
-        if (!v)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu ids", cap);
-        j->e = v;
-        j->cap = cap;
-    }
+    if (vw_reserve((void **)&j->e, &j->cap, j->ids.n + 1, sizeof *j->e))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu ids", j->ids.n + 1);
     size_t i;
     vw_status st = vw_strmap_put(&j->ids, id, len, &i, NULL, err);
     if (st)
@@ -62,14 +57,8 @@ vw_status vw_eval_join_open(vw_eval_join *j, int side, const char *path, vw_err 
 vw_status vw_eval_join_read(vw_eval_join *j, int side, const vw_eval_entry *e, const char **line,
                             size_t *len, vw_err *err) {
     size_t n = e->len[side];
-    if (n + 1 > j->buf_cap[side]) {
-        size_t cap = n + 1 > 2 * j->buf_cap[side] ? n + 1 : 2 * j->buf_cap[side];
-        char *b = realloc(j->buf[side], cap);
-        if (!b)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: a line of %zu bytes", n);
-        j->buf[side] = b;
-        j->buf_cap[side] = cap;
-    }
+    if (vw_reserve((void **)&j->buf[side], &j->buf_cap[side], n + 1, 1))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: a line of %zu bytes", n);
     size_t got = 0;
     while (got < n) {
         ssize_t r = pread(j->fd[side], j->buf[side] + got, n - got, e->off[side] + (off_t)got);

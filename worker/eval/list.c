@@ -116,7 +116,7 @@ static void cut(vw_sbuf *sb, size_t from, size_t width) {
         vw_utf8_step st = vw_utf8_step_at((const unsigned char *)sb->p, sb->len, i);
         i += st.len ? st.len : 1;
     }
-    sb->len = i;
+    vw_sbuf_truncate(sb, i);
     vw_sbuf_puts(sb, "...");
 }
 

@@ -3,6 +3,7 @@
  * refused here, with the reason) and the per-type arithmetic of docs/eval.md;
  * never reads a file and never writes output. */
 #include "qmetrics.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +30,32 @@ static void labelled_free(vw_eval_labelled *l) {
     free(l->c);
 }
 
+void vw_eval_q_set_qid(vw_eval_q *q, const char *qid) {
+    q->qid = qid;
+}
+
+void vw_eval_q_count(vw_eval_q *q, bool error, vw_qtype type) {
+    if (error)
+        q->errors++;
+    else if (type != q->type)
+        q->type_conflicts++;
+    else
+        q->answered++;
+}
+
+void vw_eval_q_compared(vw_eval_q *q, bool agree, double delta, double change) {
+    q->cmp_n++;
+    q->cmp_agree += agree;
+    if (!isnan(delta)) {
+        q->cmp_n_delta++;
+        q->cmp_delta_sum += delta;
+    }
+    if (!isnan(change)) {
+        q->cmp_hist[vw_eval_delta_bin(change)]++;
+        q->cmp_change_sum += change;
+    }
+}
+
 void vw_eval_q_free(vw_eval_q *q) {
     if (!q)
         return;
@@ -46,15 +73,10 @@ vw_eval_prf *vw_eval_labelled_at(vw_eval_labelled *l, const char *name, size_t l
     bool added;
     if (vw_strmap_put(&l->names, name, len, &i, &added, NULL))
         return NULL;
-    if (i >= l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        vw_eval_prf *c = realloc(l->c, cap * sizeof *c);
-        if (!c)
-            return NULL; /* the name stays, with no counts: the caller fails */
-        memset(c + l->cap, 0, (cap - l->cap) * sizeof *c);
-        l->c = c;
-        l->cap = cap;
-    }
+    size_t had = l->cap;
+    if (vw_reserve((void **)&l->c, &l->cap, i + 1, sizeof *l->c))
+        return NULL; /* the name stays, with no counts: the caller fails */
+    memset(l->c + had, 0, (l->cap - had) * sizeof *l->c);
     return &l->c[i];
 }
 
@@ -128,9 +150,11 @@ static vw_status observe_score(vw_eval_q *q, const json_t *ans, const json_t *la
     if (!vw_eval_is_number(label))
         return VW_FAIL(err, VW_EINVAL, "bad_label", "score question %s: the label must be a number",
                        q->qid);
-    double d = json_number_value(json_object_get(ans, "score")) - json_number_value(label);
+    double pred = json_number_value(json_object_get(ans, "score")), want = json_number_value(label);
+    double d = pred - want;
     q->score_abs += fabs(d);
     q->score_sq += d * d;
+    vw_eval_score_bins_add(&q->score, pred, want);
     return VW_OK;
 }
 
@@ -225,14 +249,8 @@ static vw_status add_triples(vw_eval_span_acc *s, const json_t *a, bool gold, si
     size_t i;
     json_t *v;
     json_array_foreach(a, i, v) {
-        if (*n == s->scratch_cap) {
-            size_t cap = s->scratch_cap ? s->scratch_cap * 2 : 64;
-            vw_eval_triple *t = realloc(s->scratch, cap * sizeof *t);
-            if (!t)
-                return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu spans", cap);
-            s->scratch = t;
-            s->scratch_cap = cap;
-        }
+        if (vw_reserve((void **)&s->scratch, &s->scratch_cap, *n + 1, sizeof *s->scratch))
+            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu spans", *n + 1);
         const json_t *lab = json_object_get(v, "label");
         size_t idx;
         vw_status st = vw_strmap_put(&s->per.names, json_string_value(lab), json_string_length(lab),
@@ -454,4 +472,52 @@ void vw_eval_q_finish(vw_eval_q *q) {
     case VW_QT_UNKNOWN:
         break;
     }
+}
+
+#define COL(key, column, label, field)                                                             \
+    { key, column, label, offsetof(vw_eval_metrics, field) }
+
+static const vw_eval_metric_col CHOICE_COLS[] = {
+    COL("accuracy", "accuracy", "accuracy", accuracy),
+    COL("macro_f1", "macro_f1", "macro F1", macro_f1),
+    COL("ece", "ece", "ECE", ece),
+};
+static const vw_eval_metric_col NOUL_COLS[] = {
+    COL("auroc", "auroc", "AUROC", auroc),
+    COL("accuracy", "accuracy", "accuracy", accuracy),
+    COL("brier", "brier", "Brier", brier),
+    COL("ece", "ece", "ECE", ece),
+};
+static const vw_eval_metric_col SCORE_COLS[] = {
+    COL("mae", "mae", "MAE", mae),
+    COL("rmse", "rmse", "RMSE", rmse),
+};
+static const vw_eval_metric_col SET_COLS[] = {
+    COL("micro_f1", "micro_f1", "micro F1", micro_f1),
+    COL("macro_f1", "macro_f1", "macro F1", macro_f1),
+};
+static const vw_eval_metric_col SPAN_COLS[] = {
+    COL("precision", "precision", "precision", precision),
+    COL("recall", "recall", "recall", recall),
+    COL("f1", "f1", "F1", f1),
+    COL("overlap_precision", "ovl_prec", "overlap P", overlap_precision),
+    COL("overlap_recall", "ovl_rec", "overlap R", overlap_recall),
+    COL("overlap_f1", "ovl_f1", "overlap F1", overlap_f1),
+};
+
+#define COLS(a)                                                                                    \
+    { a, sizeof a / sizeof a[0] }
+
+const vw_eval_metric_col *vw_eval_metric_cols(vw_qtype t, size_t *n) {
+    static const struct {
+        const vw_eval_metric_col *cols;
+        size_t n;
+    } by_type[VW_QT_COUNT] = {
+        [VW_QT_CHOICE] = COLS(CHOICE_COLS), [VW_QT_NOUL] = COLS(NOUL_COLS),
+        [VW_QT_SCORE] = COLS(SCORE_COLS),   [VW_QT_SET] = COLS(SET_COLS),
+        [VW_QT_SPAN] = COLS(SPAN_COLS),
+    };
+    bool known = (int)t >= 0 && (int)t < VW_QT_COUNT;
+    *n = known ? by_type[t].n : 0;
+    return known ? by_type[t].cols : NULL;
 }

@@ -1,5 +1,6 @@
 /* qtable.c — question ids to accumulators. Owns only the table. */
 #include "qtable.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +25,8 @@ vw_status vw_eval_qtable_get(vw_eval_qtable *t, const char *qid, vw_qtype type, 
             (*out)->type = type;
         return VW_OK;
     }
-    if (t->ids.n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        vw_eval_q **q = realloc(t->q, cap * sizeof *q);
-        if (!q)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu questions", cap);
-        t->q = q;
-        t->cap = cap;
-    }
+    if (vw_reserve((void **)&t->q, &t->cap, t->ids.n + 1, sizeof *t->q))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu questions", t->ids.n + 1);
     /* The question first, the id after: an id is never left without one. */
     vw_eval_q *q = NULL;
     size_t i;
@@ -41,7 +36,7 @@ vw_status vw_eval_qtable_get(vw_eval_qtable *t, const char *qid, vw_qtype type, 
         vw_eval_q_free(q);
         return st;
     }
-    q->qid = vw_strmap_key(&t->ids, i);
+    vw_eval_q_set_qid(q, vw_strmap_key(&t->ids, i));
     t->q[i] = *out = q;
     return VW_OK;
 }

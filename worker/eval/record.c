@@ -3,6 +3,7 @@
  * probabilities, a span has integer offsets, …); never computes a metric and
  * never judges a label against a question (qmetrics.c does). */
 #include "record.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -132,14 +133,8 @@ static const char *shape_error(const vw_eval_answer *a) {
 /* ---- the envelope's questions -------------------------------------------- */
 
 static vw_status add_answer(vw_eval_rec *r, vw_eval_answer a, vw_err *err) {
-    if (r->n_ans == r->cap_ans) {
-        size_t cap = r->cap_ans ? r->cap_ans * 2 : 16;
-        vw_eval_answer *v = realloc(r->ans, cap * sizeof *v);
-        if (!v)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu answers", cap);
-        r->ans = v;
-        r->cap_ans = cap;
-    }
+    if (vw_reserve((void **)&r->ans, &r->cap_ans, r->n_ans + 1, sizeof *r->ans))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu answers", r->n_ans + 1);
     r->ans[r->n_ans++] = a;
     return VW_OK;
 }

@@ -1,10 +1,19 @@
-/* report_html.c — the report as an HTML page. Owns the page's layout, its
- * CSS and the SVG drawing of reliability diagrams; computes nothing but the
- * per-label ratios and bin means it shows. */
+/* report_html.c — the report as an HTML page. Owns the page's layout and its
+ * CSS: per question type a table, then each question's figures
+ * (report_svg.h) side by side in one group that wraps as a whole; the A/B
+ * section with its histograms and the flipped decisions. Computes nothing
+ * but the per-label ratios it shows. */
 #include "report_html.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "report_svg.h"
+
+static void esc(vw_sbuf *sb, const char *s) {
+    vw_eval_html_esc(sb, s);
+}
 
 static const char style[] =
     "body{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif;margin:24px;color:#1d2430;"
@@ -15,32 +24,13 @@ static const char style[] =
     "th,td{padding:3px 9px;border-bottom:1px solid #e3e6ee;text-align:right}"
     "th{background:#f0f2f7;font-weight:600}td.l,th.l{text-align:left}"
     ".muted{color:#667}.cards{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}"
+    ".figs{display:flex;flex-wrap:wrap;gap:16px 28px;align-items:flex-start;margin:6px 0 4px}"
+    ".qfig{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}"
+    "h3.sect{margin:16px 0 6px}"
     ".legend{font-size:11px;color:#556;margin:2px 0 0}"
     ".card{border:1px solid #d5d9e3;border-radius:6px;padding:10px 12px;background:#fbfcfe}"
     "table.cm td{min-width:34px;text-align:center}table.cm th{font-size:12px}"
     ".bad{color:#a11}code{font-family:'DejaVu Sans Mono',monospace;font-size:12px}";
-
-/* Text with & < > " escaped. */
-static void esc(vw_sbuf *sb, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            vw_sbuf_puts(sb, "&amp;");
-            break;
-        case '<':
-            vw_sbuf_puts(sb, "&lt;");
-            break;
-        case '>':
-            vw_sbuf_puts(sb, "&gt;");
-            break;
-        case '"':
-            vw_sbuf_puts(sb, "&quot;");
-            break;
-        default:
-            vw_sbuf_put(sb, s, 1);
-        }
-    }
-}
 
 static void num(vw_sbuf *sb, double v) {
     if (isnan(v))
@@ -96,31 +86,18 @@ static void records(vw_sbuf *sb, const vw_eval_report *r) {
     vw_sbuf_printf(sb, "Problems: %llu.</p>", (unsigned long long)r->problems_total);
 }
 
-static const char *const heads[VW_QT_COUNT][7] = {
-    {NULL},
-    {"accuracy", "macro F1", "ECE", NULL},
-    {"AUROC", "accuracy", "Brier", "ECE", NULL},
-    {"MAE", "RMSE", NULL},
-    {"micro F1", "macro F1", NULL},
-    {"precision", "recall", "F1", "overlap P", "overlap R", "overlap F1", NULL},
-};
-
 static void cells(vw_sbuf *sb, const vw_eval_q *q) {
-    const vw_eval_metrics *m = &q->m;
-    const double choice[] = {m->accuracy, m->macro_f1, m->ece};
-    const double noul[] = {m->auroc, m->accuracy, m->brier, m->ece};
-    const double score[] = {m->mae, m->rmse};
-    const double set[] = {m->micro_f1, m->macro_f1};
-    const double span[] = {m->precision,         m->recall,         m->f1,
-                           m->overlap_precision, m->overlap_recall, m->overlap_f1};
-    const double *v[VW_QT_COUNT] = {NULL, choice, noul, score, set, span};
-    for (int c = 0; v[q->type] && heads[q->type][c]; c++)
-        num(sb, v[q->type][c]);
+    size_t n;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(q->type, &n);
+    for (size_t c = 0; c < n; c++)
+        num(sb, vw_eval_metric_value(&q->m, &cols[c]));
 }
 
 /* A question's per-label table (set labels; span labels, exact). */
 static void label_table(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_labelled *l) {
-    vw_sbuf_puts(sb, "<div class=card><h3>");
+    vw_sbuf_puts(sb, "<div class=card data-q=\"");
+    esc(sb, q->qid);
+    vw_sbuf_puts(sb, "\"><h3>");
     esc(sb, q->qid);
     vw_sbuf_printf(sb,
                    " <span class=muted>per label%s</span></h3><table><tr><th class=l>label"
@@ -140,105 +117,12 @@ static void label_table(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_labelled 
     vw_sbuf_puts(sb, "</table></div>");
 }
 
-static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t) {
-    bool any = false;
-    for (size_t i = 0; i < r->questions.ids.n && !any; i++)
-        any = r->questions.q[i]->type == t;
-    if (!any)
-        return;
-    vw_sbuf_printf(sb,
-                   "<h2>%s questions</h2><table><tr><th class=l>question</th><th>n</th>"
-                   "<th>errors</th>",
-                   t == VW_QT_UNKNOWN ? "Errors-only" : vw_qtype_name(t));
-    for (int c = 0; heads[t][c]; c++)
-        vw_sbuf_printf(sb, "<th>%s</th>", heads[t][c]);
-    vw_sbuf_puts(sb, "</tr>");
-    for (size_t i = 0; i < r->questions.ids.n; i++) {
-        const vw_eval_q *q = r->questions.q[i];
-        if (q->type != t)
-            continue;
-        vw_sbuf_puts(sb, "<tr><td class=l><b>");
-        esc(sb, q->qid);
-        vw_sbuf_puts(sb, "</b></td>");
-        cnt(sb, q->n);
-        cnt(sb, q->errors);
-        cells(sb, q);
-        vw_sbuf_puts(sb, "</tr>");
-    }
-    vw_sbuf_puts(sb, "</table>");
-    if (t != VW_QT_SET && t != VW_QT_SPAN)
-        return;
-    vw_sbuf_puts(sb, "<div class=cards>");
-    for (size_t i = 0; i < r->questions.ids.n; i++) {
-        const vw_eval_q *q = r->questions.q[i];
-        if (q->type == t && q->n)
-            label_table(sb, q, t == VW_QT_SET ? &q->set : &q->span.per);
-    }
-    vw_sbuf_puts(sb, "</div>");
-}
-
-/* ---- pictures ------------------------------------------------------------------- */
-
-/* A reliability diagram: per bin, a bar of its accuracy over the bin's
- * confidence range, a dot at (mean confidence, accuracy), the diagonal of
- * perfect calibration, and the bin counts as a strip below. */
-static void reliability(vw_sbuf *sb, const vw_eval_q *q, const vw_eval_ece *e) {
-    const int X = 40, Y = 12, W = 260, H = 220, S = 36; /* plot origin, size, strip */
-    uint64_t most = 1;
-    for (int b = 0; b < VW_EVAL_BINS; b++)
-        most = e->n[b] > most ? e->n[b] : most;
-    vw_sbuf_puts(sb, "<div class=card><h3>reliability: ");
-    esc(sb, q->qid);
-    vw_sbuf_printf(sb, " <span class=muted>(ECE %.4f, n %llu)</span></h3>", q->m.ece,
-                   (unsigned long long)q->n);
-    vw_sbuf_printf(sb,
-                   "<svg width=%d height=%d viewBox='0 0 %d %d' font-size=10 "
-                   "font-family='DejaVu Sans,Arial,sans-serif'>",
-                   X + W + 12, Y + H + S + 34, X + W + 12, Y + H + S + 34);
-    vw_sbuf_printf(sb, "<rect x=%d y=%d width=%d height=%d fill='#fff' stroke='#99a'/>", X, Y, W,
-                   H);
-    for (int g = 1; g < 5; g++)
-        vw_sbuf_printf(sb, "<line x1=%d y1=%d x2=%d y2=%d stroke='#eef'/>", X, Y + H - g * H / 5,
-                       X + W, Y + H - g * H / 5);
-    for (int b = 0; b < VW_EVAL_BINS; b++) {
-        if (!e->n[b])
-            continue;
-        double acc = (double)e->correct[b] / (double)e->n[b], conf = e->conf[b] / (double)e->n[b];
-        double x0 = X + (double)W * b / VW_EVAL_BINS, bw = (double)W / VW_EVAL_BINS;
-        vw_sbuf_printf(sb,
-                       "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill='#5b8def' "
-                       "fill-opacity=0.75 stroke='#2c5cc5'/>",
-                       x0 + 1, Y + H - acc * H, bw - 2, acc * H);
-        vw_sbuf_printf(sb, "<circle cx=%.1f cy=%.1f r=2.6 fill='#d9480f'/>", X + conf * W,
-                       Y + H - acc * H);
-        double h = (double)e->n[b] / (double)most * (S - 6);
-        vw_sbuf_printf(sb, "<rect x=%.1f y=%.1f width=%.1f height=%.1f fill='#8892a6'/>", x0 + 1,
-                       Y + H + 22 + (S - 6) - h, bw - 2, h);
-    }
-    vw_sbuf_printf(sb, "<line x1=%d y1=%d x2=%d y2=%d stroke='#444' stroke-dasharray='4 3'/>", X,
-                   Y + H, X + W, Y);
-    for (int t = 0; t <= 5; t++) {
-        vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=middle>%.1f</text>", X + t * W / 5,
-                       Y + H + 13, t / 5.0);
-        vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=end>%.1f</text>", X - 4,
-                       Y + H - t * H / 5 + 3, t / 5.0);
-    }
-    vw_sbuf_printf(sb, "<text x=%d y=%d text-anchor=middle>confidence</text>", X + W / 2,
-                   Y + H + S + 30);
-    vw_sbuf_printf(sb,
-                   "<text x=10 y=%d transform='rotate(-90 10 %d)' text-anchor=middle>accuracy"
-                   "</text></svg>",
-                   Y + H / 2, Y + H / 2);
-    vw_sbuf_printf(sb,
-                   "<p class=legend>15 bins. Bars: accuracy per bin; dots: its mean confidence;"
-                   "<br>dashed: perfect calibration; grey: answers per bin (max %llu).</p></div>",
-                   (unsigned long long)most);
-}
-
 /* Rows: the expected label; columns: the pick; shade by the row's share. */
 static void confusion(vw_sbuf *sb, const vw_eval_q *q) {
     const vw_strmap *l = &q->choice.labels;
-    vw_sbuf_puts(sb, "<div class=card><h3>confusion: ");
+    vw_sbuf_puts(sb, "<div class=card data-q=\"");
+    esc(sb, q->qid);
+    vw_sbuf_puts(sb, "\"><h3>confusion: ");
     esc(sb, q->qid);
     vw_sbuf_puts(sb, " <span class=muted>(rows: label, columns: pick)</span></h3><table class=cm>"
                      "<tr><th></th>");
@@ -267,24 +151,135 @@ static void confusion(vw_sbuf *sb, const vw_eval_q *q) {
     vw_sbuf_puts(sb, "</table></div>");
 }
 
-static void pictures(vw_sbuf *sb, const vw_eval_report *r) {
+/* One question's figures, side by side in one group (data-q: its id) that
+ * the page wraps as a whole: a row breaks between questions, inside one only
+ * when the group is wider than the page (the lang confusion matrix wrapped
+ * away from its reliability diagram). */
+static void question_figures(vw_sbuf *sb, const vw_eval_q *q) {
+    vw_sbuf_puts(sb, "<div class=qfig data-q=\"");
+    esc(sb, q->qid);
+    vw_sbuf_puts(sb, "\">");
+    switch (q->type) {
+    case VW_QT_CHOICE:
+        vw_eval_svg_reliability(sb, q);
+        confusion(sb, q);
+        break;
+    case VW_QT_NOUL:
+        vw_eval_svg_reliability(sb, q);
+        break;
+    case VW_QT_SCORE:
+        vw_eval_svg_score_calibration(sb, q);
+        vw_eval_svg_score_residuals(sb, q);
+        break;
+    case VW_QT_SET:
+    case VW_QT_SPAN: {
+        const vw_eval_labelled *l = q->type == VW_QT_SET ? &q->set : &q->span.per;
+        label_table(sb, q, l);
+        vw_eval_svg_prf(sb, q, l);
+        break;
+    }
+    case VW_QT_UNKNOWN:
+        break;
+    }
+    vw_sbuf_puts(sb, "</div>");
+}
+
+/* The figures of a type's questions that have labelled answers. */
+static void figures(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t) {
     bool any = false;
     for (size_t i = 0; i < r->questions.ids.n; i++) {
         const vw_eval_q *q = r->questions.q[i];
-        if ((q->type != VW_QT_CHOICE && q->type != VW_QT_NOUL) || !q->n)
+        if (q->type != t || !q->n || t == VW_QT_UNKNOWN)
             continue;
         if (!any)
-            vw_sbuf_puts(sb, "<h2>Calibration and confusion</h2><div class=cards>");
+            vw_sbuf_puts(sb, "<div class=figs>");
         any = true;
-        reliability(sb, q, q->type == VW_QT_CHOICE ? &q->choice.ece : &q->noul.ece);
-        if (q->type == VW_QT_CHOICE)
-            confusion(sb, q);
+        question_figures(sb, q);
     }
     if (any)
         vw_sbuf_puts(sb, "</div>");
 }
 
+static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t) {
+    bool any = false;
+    for (size_t i = 0; i < r->questions.ids.n && !any; i++)
+        any = r->questions.q[i]->type == t;
+    if (!any)
+        return;
+    vw_sbuf_printf(sb,
+                   "<h2>%s questions</h2><table><tr><th class=l>question</th><th>n</th>"
+                   "<th>errors</th>",
+                   t == VW_QT_UNKNOWN ? "Errors-only" : vw_qtype_name(t));
+    size_t n_cols;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(t, &n_cols);
+    for (size_t c = 0; c < n_cols; c++)
+        vw_sbuf_printf(sb, "<th>%s</th>", cols[c].label);
+    vw_sbuf_puts(sb, "</tr>");
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if (q->type != t)
+            continue;
+        vw_sbuf_puts(sb, "<tr><td class=l><b>");
+        esc(sb, q->qid);
+        vw_sbuf_puts(sb, "</b></td>");
+        cnt(sb, q->n);
+        cnt(sb, q->errors);
+        cells(sb, q);
+        vw_sbuf_puts(sb, "</tr>");
+    }
+    vw_sbuf_puts(sb, "</table>");
+    figures(sb, r, t);
+}
+
 /* ---- A/B, problems ------------------------------------------------------------- */
+
+/* The probability-change histograms of the choice and Noul questions. */
+static void changes(vw_sbuf *sb, const vw_eval_report *r) {
+    bool any = false;
+    for (size_t i = 0; i < r->questions.ids.n; i++) {
+        const vw_eval_q *q = r->questions.q[i];
+        if ((q->type != VW_QT_CHOICE && q->type != VW_QT_NOUL) || !q->cmp_n_delta)
+            continue;
+        if (!any)
+            vw_sbuf_puts(sb, "<div class=figs>");
+        any = true;
+        vw_sbuf_puts(sb, "<div class=qfig data-q=\"");
+        esc(sb, q->qid);
+        vw_sbuf_puts(sb, "\">");
+        vw_eval_svg_changes(sb, q);
+        vw_sbuf_puts(sb, "</div>");
+    }
+    if (any)
+        vw_sbuf_puts(sb, "</div>");
+}
+
+/* The decisions that flipped, the first VW_EVAL_KEEP_FLIPS in the results'
+ * order. */
+static void flips(vw_sbuf *sb, const vw_eval_report *r) {
+    const vw_eval_flips *f = &r->flips;
+    if (!f->total)
+        return;
+    char first[64] = "";
+    if (f->total > f->n)
+        snprintf(first, sizeof first, "; the first %zu, in the results' order", f->n);
+    vw_sbuf_printf(sb,
+                   "<h3 class=sect>Flipped decisions: %llu%s</h3><table><tr><th "
+                   "class=l>request_id</th><th class=l>question</th><th class=l>baseline</th>"
+                   "<th></th><th class=l>results</th></tr>",
+                   (unsigned long long)f->total, first);
+    for (size_t i = 0; i < f->n; i++) {
+        vw_sbuf_puts(sb, "<tr><td class=l><code>");
+        esc(sb, f->v[i].id);
+        vw_sbuf_puts(sb, "</code></td><td class=l>");
+        esc(sb, f->v[i].qid);
+        vw_sbuf_puts(sb, "</td><td class=l>");
+        esc(sb, f->v[i].from);
+        vw_sbuf_puts(sb, "</td><td>&rarr;</td><td class=l>");
+        esc(sb, f->v[i].to);
+        vw_sbuf_puts(sb, "</td></tr>");
+    }
+    vw_sbuf_puts(sb, "</table>");
+}
 
 static void compare(vw_sbuf *sb, const vw_eval_report *r) {
     vw_sbuf_puts(sb, "<h2>A/B: results vs baseline <code>");
@@ -304,10 +299,12 @@ static void compare(vw_sbuf *sb, const vw_eval_report *r) {
     }
     vw_sbuf_printf(sb, "</table><p>vela_status changed in <b>%llu</b> of %llu records in both.</p>",
                    (unsigned long long)r->status_changed, (unsigned long long)r->in_both);
+    changes(sb, r);
+    flips(sb, r);
     if (!r->top.n)
         return;
     vw_sbuf_printf(sb,
-                   "<h3>The %zu records that changed most</h3><table><tr><th class=l>"
+                   "<h3 class=sect>The %zu records that changed most</h3><table><tr><th class=l>"
                    "request_id</th><th class=l>status (baseline &rarr; results)</th>"
                    "<th>max |&Delta;|</th><th class=l>questions that disagree</th></tr>",
                    r->top.n);
@@ -369,7 +366,6 @@ vw_status vw_eval_write_html(const vw_eval_report *r, vw_sbuf *sb) {
     for (int t = VW_QT_CHOICE; t < VW_QT_COUNT; t++)
         type_table(sb, r, (vw_qtype)t);
     type_table(sb, r, VW_QT_UNKNOWN);
-    pictures(sb, r);
     if (r->has_baseline)
         compare(sb, r);
     problems(sb, r);

@@ -35,7 +35,7 @@ void vw_eval_json_str(vw_sbuf *sb, const char *s) {
         }
     }
     if (vw_sbuf_status(&clean))
-        sb->oom = true; /* the report fails as out of memory, not with "" here */
+        vw_sbuf_fail(sb); /* the report fails as out of memory, not with "" here */
     else
         vw_canon_string(sb, clean.p ? clean.p : "", clean.len);
     vw_sbuf_free(&clean);
@@ -150,40 +150,25 @@ static void confusion(vw_sbuf *sb, const vw_eval_q *q) {
 }
 
 static void metrics(vw_sbuf *sb, const vw_eval_q *q) {
-    const vw_eval_metrics *m = &q->m;
+    size_t n;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(q->type, &n);
+    for (size_t c = 0; c < n; c++)
+        num_field(sb, cols[c].key, vw_eval_metric_value(&q->m, &cols[c]));
     switch (q->type) {
     case VW_QT_CHOICE:
-        num_field(sb, "accuracy", m->accuracy);
-        num_field(sb, "macro_f1", m->macro_f1);
-        num_field(sb, "ece", m->ece);
         confusion(sb, q);
         reliability(sb, &q->choice.ece);
         break;
     case VW_QT_NOUL:
-        num_field(sb, "auroc", m->auroc);
-        num_field(sb, "accuracy", m->accuracy);
-        num_field(sb, "brier", m->brier);
-        num_field(sb, "ece", m->ece);
         reliability(sb, &q->noul.ece);
         break;
-    case VW_QT_SCORE:
-        num_field(sb, "mae", m->mae);
-        num_field(sb, "rmse", m->rmse);
-        break;
     case VW_QT_SET:
-        num_field(sb, "micro_f1", m->micro_f1);
-        num_field(sb, "macro_f1", m->macro_f1);
         per_label(sb, &q->set);
         break;
     case VW_QT_SPAN:
-        num_field(sb, "precision", m->precision);
-        num_field(sb, "recall", m->recall);
-        num_field(sb, "f1", m->f1);
-        num_field(sb, "overlap_precision", m->overlap_precision);
-        num_field(sb, "overlap_recall", m->overlap_recall);
-        num_field(sb, "overlap_f1", m->overlap_f1);
         per_label(sb, &q->span.per);
         break;
+    case VW_QT_SCORE:
     case VW_QT_UNKNOWN:
         break;
     }

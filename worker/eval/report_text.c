@@ -28,7 +28,7 @@ static void cell(vw_sbuf *sb, const char *s, int w, bool pad) {
     vw_sbuf v = {0};
     vw_sbuf_put_visible(&v, s, strlen(s));
     if (v.oom) {
-        sb->oom = true;
+        vw_sbuf_fail(sb);
         return;
     }
     int n = (int)v.len;
@@ -109,37 +109,11 @@ static void records(vw_sbuf *sb, const vw_eval_report *r) {
                        (unsigned long long)r->problems_total);
 }
 
-static const char *const headers[VW_QT_COUNT][8] = {
-    {NULL},
-    {"accuracy", "macro_f1", "ece", NULL},
-    {"auroc", "accuracy", "brier", "ece", NULL},
-    {"mae", "rmse", NULL},
-    {"micro_f1", "macro_f1", NULL},
-    {"precision", "recall", "f1", "ovl_prec", "ovl_rec", "ovl_f1", NULL},
-};
-
 static void metric_cells(vw_sbuf *sb, const vw_eval_q *q) {
-    const vw_eval_metrics *m = &q->m;
-    switch (q->type) {
-    case VW_QT_CHOICE:
-        num(sb, m->accuracy), num(sb, m->macro_f1), num(sb, m->ece);
-        break;
-    case VW_QT_NOUL:
-        num(sb, m->auroc), num(sb, m->accuracy), num(sb, m->brier), num(sb, m->ece);
-        break;
-    case VW_QT_SCORE:
-        num(sb, m->mae), num(sb, m->rmse);
-        break;
-    case VW_QT_SET:
-        num(sb, m->micro_f1), num(sb, m->macro_f1);
-        break;
-    case VW_QT_SPAN:
-        num(sb, m->precision), num(sb, m->recall), num(sb, m->f1);
-        num(sb, m->overlap_precision), num(sb, m->overlap_recall), num(sb, m->overlap_f1);
-        break;
-    case VW_QT_UNKNOWN:
-        break;
-    }
+    size_t n;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(q->type, &n);
+    for (size_t c = 0; c < n; c++)
+        num(sb, vw_eval_metric_value(&q->m, &cols[c]));
 }
 
 /* Per-label rows under a set or span question: precision, recall, f1, support. */
@@ -170,8 +144,10 @@ static void type_table(vw_sbuf *sb, const vw_eval_report *r, vw_qtype t, int w) 
     vw_sbuf_puts(sb, "\n");
     name(sb, title, w);
     vw_sbuf_printf(sb, " %9s %9s", "n", "errors");
-    for (int c = 0; headers[t][c]; c++)
-        vw_sbuf_printf(sb, " %9s", headers[t][c]);
+    size_t n_cols;
+    const vw_eval_metric_col *cols = vw_eval_metric_cols(t, &n_cols);
+    for (size_t c = 0; c < n_cols; c++)
+        vw_sbuf_printf(sb, " %9s", cols[c].column);
     vw_sbuf_puts(sb, "\n");
     if (t == VW_QT_SET || t == VW_QT_SPAN) {
         vw_sbuf_puts(sb, "  ");
@@ -267,7 +243,7 @@ static void qid_line(vw_sbuf *sb, const vw_eval_report *r, const char *label,
         if (errors)
             vw_sbuf_printf(&item, ":%llu", (unsigned long long)q->errors);
         if (item.oom)
-            sb->oom = true;
+            vw_sbuf_fail(sb);
         else if (!cut && sb->len - start + item.len <= 80)
             vw_sbuf_put(sb, item.p, item.len);
         else if (!cut) {

@@ -2,6 +2,7 @@
  * format; every formula is the one docs/eval.md writes out (the goldens'
  * recipe, tools/make_eval_goldens.py, computes the same). */
 #include "stats.h"
+#include "util/reserve.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -36,14 +37,8 @@ double vw_eval_ece_value(const vw_eval_ece *e) {
 }
 
 vw_status vw_eval_pairs_add(vw_eval_pairs *ps, double p, bool y, vw_err *err) {
-    if (ps->n == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 256;
-        vw_eval_pair *v = realloc(ps->v, cap * sizeof *v);
-        if (!v)
-            return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu AUROC pairs", cap);
-        ps->v = v;
-        ps->cap = cap;
-    }
+    if (vw_reserve((void **)&ps->v, &ps->cap, ps->n + 1, sizeof *ps->v))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "eval: %zu AUROC pairs", ps->n + 1);
     ps->v[ps->n++] = (vw_eval_pair){p, y};
     return VW_OK;
 }
@@ -100,4 +95,26 @@ double vw_eval_f1(vw_eval_prf c) {
 
 double vw_eval_ratio(double a, double b) {
     return b == 0.0 ? NAN : a / b;
+}
+
+static size_t clamp_bin(double x, size_t n) {
+    return x < 0 ? 0 : x >= (double)(n - 1) ? n - 1 : (size_t)x;
+}
+
+void vw_eval_score_bins_add(vw_eval_score_bins *s, double pred, double label) {
+    size_t b = clamp_bin(floor(pred / VW_EVAL_SCORE_STEP), VW_EVAL_SCORE_BINS);
+    s->n[b]++;
+    s->pred[b] += pred;
+    s->label[b] += label;
+    double r = pred - label;
+    s->res[clamp_bin(floor(r / VW_EVAL_SCORE_STEP) + VW_EVAL_RES_BINS / 2, VW_EVAL_RES_BINS)]++;
+    s->res_sum += r;
+    if (pred > s->top)
+        s->top = pred;
+    if (label > s->top)
+        s->top = label;
+}
+
+size_t vw_eval_delta_bin(double delta) {
+    return clamp_bin(floor((delta + 1.0) / 2.0 * VW_EVAL_DELTA_BINS), VW_EVAL_DELTA_BINS);
 }

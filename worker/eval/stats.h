@@ -31,6 +31,33 @@ void vw_eval_ece_add(vw_eval_ece *e, double c, bool correct);
 /* Σ_b n_b/N · |accuracy_b − mean confidence_b|; NaN when empty. */
 double vw_eval_ece_value(const vw_eval_ece *e);
 
+/* A score question's predictions and residuals in bins of VW_EVAL_SCORE_STEP
+ * (a quarter level), for the report's calibration and residual plots: the
+ * prediction bin b holds scores in [b·step, (b+1)·step) (scores from 0 up to
+ * VW_EVAL_SCORE_BINS·step, the last bin taking any higher), the residual bin
+ * r = prediction − label from −VW_EVAL_RES_BINS/2·step up (clamped at both
+ * ends). Fixed size: nothing grows with the records. */
+#define VW_EVAL_SCORE_STEP 0.25
+#define VW_EVAL_SCORE_BINS 128
+#define VW_EVAL_RES_BINS 256
+
+typedef struct vw_eval_score_bins {
+    uint64_t n[VW_EVAL_SCORE_BINS];
+    double pred[VW_EVAL_SCORE_BINS], label[VW_EVAL_SCORE_BINS]; /* sums */
+    uint64_t res[VW_EVAL_RES_BINS];
+    double res_sum; /* Σ prediction − label (the bias) */
+    double top;     /* the largest prediction or label seen */
+} vw_eval_score_bins;
+
+void vw_eval_score_bins_add(vw_eval_score_bins *s, double pred, double label);
+
+/* A/B: the change of a probability (results − baseline: a Noul's p, a
+ * choice's probability of the results' pick) in VW_EVAL_DELTA_BINS bins over
+ * [−1, 1], the last closed. */
+#define VW_EVAL_DELTA_BINS 20
+
+size_t vw_eval_delta_bin(double delta);
+
 /* (score, label) pairs for ROC AUC: one per labelled answer. */
 typedef struct vw_eval_pair {
     double p;

@@ -2,6 +2,7 @@
  * arena of blocks growing from 1 KiB to 1 MiB (most maps are small: labels,
  * statuses). Owns only the map's memory; knows nothing of what the keys mean. */
 #include "strmap.h"
+#include "util/reserve.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -76,18 +77,13 @@ static vw_status grow_slots(vw_strmap *m, vw_err *err) {
 }
 
 static vw_status grow_keys(vw_strmap *m, vw_err *err) {
-    size_t cap = m->cap_keys ? m->cap_keys * 2 : 16;
-    char **keys = realloc(m->keys, cap * sizeof *keys);
-    if (keys)
-        m->keys = keys;
-    uint32_t *lens = keys ? realloc(m->lens, cap * sizeof *lens) : NULL;
-    if (lens)
-        m->lens = lens;
-    uint32_t *hashes = lens ? realloc(m->hashes, cap * sizeof *hashes) : NULL;
-    if (!hashes)
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "strmap: %zu keys", cap);
-    m->hashes = hashes;
-    m->cap_keys = cap;
+    /* keys, lens and hashes share one capacity. */
+    size_t c1 = m->cap_keys, c2 = m->cap_keys, c3 = m->cap_keys;
+    if (vw_reserve((void **)&m->keys, &c1, m->n + 1, sizeof *m->keys) ||
+        vw_reserve((void **)&m->lens, &c2, m->n + 1, sizeof *m->lens) ||
+        vw_reserve((void **)&m->hashes, &c3, m->n + 1, sizeof *m->hashes))
+        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "strmap: %zu keys", m->n + 1);
+    m->cap_keys = c1;
     return VW_OK;
 }
 

@@ -99,6 +99,11 @@ vw_status vw_broker_control(vw_broker *b, const char *line, vw_err *err) {
     char a[256], c[256];
     long x = 0, y = 0, z = 0;
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    /* Before "topic": its pattern would read "topic_error T N" as a topic "_error". */
+    if (sscanf(line, "topic_error %255s %ld", a, &x) == 2) {
+        rd_kafka_mock_topic_set_error(b->mc, a, (rd_kafka_resp_err_t)x);
+        return VW_OK;
+    }
     if (sscanf(line, "topic %255s %ld", a, &x) == 2)
         return create_topic(b, a, x, err);
     if (sscanf(line, "err %ld %ld %ld", &x, &y, &z) == 3 && y > 0 && y <= 1000) {

@@ -38,6 +38,9 @@ const char *vw_broker_bootstraps(const vw_broker *b);
  *                              OffsetCommit 8, ...; CODE -195 is a disconnect)
  *   down BROKER / up BROKER    take a broker down / bring it back
  *   leader TOPIC PART BROKER   move a partition leader
+ *   topic_error TOPIC CODE     Metadata answers CODE for the topic (3: unknown,
+ *                              29: not authorised; 0 clears it): to clients it
+ *                              is gone or forbidden until cleared
  * Returns VW_EINVAL for an unknown or malformed command. */
 vw_status vw_broker_control(vw_broker *b, const char *line, vw_err *err);
 

@@ -2,6 +2,7 @@
  * opens Kafka connections (librdkafka properties are only checked against a
  * scratch rd_kafka_conf_t so typos fail at start-up with their line). */
 #include "config.h"
+#include "config_paths.h"
 #include "device.h"
 #include "metrics.h"
 #include "model/bundle.h"
@@ -31,7 +32,7 @@ static const char *const devices[] = {"auto", "cpu", "cuda", "cuda:N", "test-ech
 static const char *const precisions[] = {"auto", "fp32", "bf16", "bf16x2", NULL};
 static const char *const levels[] = {"debug", "info", "warn", "error", "off", NULL};
 static const char *const formats[] = {"json", "text", NULL};
-static const char *const modes[] = {"at_least_once", NULL};
+static const char *const modes[] = {"at_least_once", "exactly_once", NULL};
 
 #define OFF(member) offsetof(vw_config, member)
 static const field fields[] = {
@@ -43,6 +44,7 @@ static const field fields[] = {
     {"model", "device", F_STR, OFF(model.device), 0, 0, devices},
     {"model", "precision", F_STR, OFF(model.precision), 0, 0, precisions},
     {"model", "manifest_sha256", F_STR, OFF(model.manifest_sha256), 0, 0, NULL},
+    {"model", "cpu_threads", F_INT, OFF(model.cpu_threads), 0, 256, NULL},
     {"batching", "max_tokens", F_INT, OFF(batching.max_tokens), 1, 100000000, NULL},
     {"batching", "max_requests", F_INT, OFF(batching.max_requests), 1, 1000000, NULL},
     {"batching", "max_wait_ms", F_INT, OFF(batching.max_wait_ms), 0, 600000, NULL},
@@ -58,6 +60,9 @@ static const field fields[] = {
      NULL},
     {"delivery", "revoke_wait_ms", F_INT, OFF(delivery.revoke_wait_ms), 0, 600000, NULL},
     {"delivery", "start_timeout_ms", F_INT, OFF(delivery.start_timeout_ms), 0, 3600000, NULL},
+    {"delivery", "transactional_id_prefix", F_STR, OFF(delivery.transactional_id_prefix), 0, 0,
+     NULL},
+    {"delivery", "worker_id", F_STR, OFF(delivery.worker_id), 0, 0, NULL},
     {"metrics", "listen", F_STR, OFF(metrics.listen), 0, 0, NULL},
     {"metrics", "stats_interval_ms", F_INT, OFF(metrics.stats_interval_ms), 0, 3600000, NULL},
     {"log", "level", F_ENUM, OFF(log.level), 0, 0, levels},
@@ -67,15 +72,22 @@ static const field fields[] = {
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
 /* Properties the worker's delivery rule depends on: a user may restate them but
- * not change them (docs/worker.md "Configuration"). */
+ * not change them (docs/worker.md "Configuration"); why: the reason given. */
+#define DELIVERY_RULE "the worker's delivery rule needs the default"
 static const struct {
     const char *key;
     const char *const allowed[3];
+    const char *why;
 } pinned[] = {
-    {"enable.auto.commit", {"false", NULL}},
-    {"enable.auto.offset.store", {"false", NULL}},
-    {"enable.idempotence", {"true", NULL}},
-    {"acks", {"all", "-1", NULL}},
+    {"enable.auto.commit", {"false", NULL}, DELIVERY_RULE},
+    {"enable.auto.offset.store", {"false", NULL}, DELIVERY_RULE},
+    {"enable.idempotence", {"true", NULL}, DELIVERY_RULE},
+    {"acks", {"all", "-1", NULL}, DELIVERY_RULE},
+    /* The consumer's; librdkafka's default, set by the worker too (source_conf.c). */
+    {"isolation.level",
+     {"read_committed", NULL},
+     "must be read_committed: with read_uncommitted the records of aborted transactions on the "
+     "input would be answered"},
 };
 
 typedef struct parse_ctx {
@@ -416,14 +428,17 @@ static vw_status apply_env_var(parse_ctx *c, const char *name, const char *value
             return set_field(c, &fields[i], value, 0, name);
         }
     }
-    /* VELA_<known section>_<unknown key> is a typo; other VELA_* names are not ours. */
+    /* Every VELA_* name is ours: a typo in the key or in the section fails
+     * as it would in the file (VELA_BATCHNG_MAX_TOKENS was ignored). */
     for (size_t i = 0; i < N_FIELDS; i++) {
         field_env_name(&fields[i], envname, sizeof envname);
         size_t sl = 5 + strlen(fields[i].section) + 1;
         if (!strncmp(name, envname, sl))
             return bad(c, 0, name, "unknown key");
     }
-    return VW_OK;
+    return bad(c, 0, name,
+               "unknown section (VELA_<SECTION>_<KEY>: kafka, topics, model, "
+               "batching, processing, limits, delivery, metrics, log, shutdown)");
 }
 
 static vw_status apply_env(parse_ctx *c, char *const *envp) {
@@ -444,13 +459,34 @@ static vw_status apply_env(parse_ctx *c, char *const *envp) {
     return VW_OK;
 }
 
+/* librdkafka names the property it refused by its canonical name
+ * ("queue.buffering.max.ms" for linger.ms, an alias): the reason is given
+ * under the name the user wrote. The error came from setting that key alone,
+ * so the quoted property is the key or its alias. */
+static void user_name(char *errstr, size_t cap, const char *key) {
+    static const char tag[] = "property \"";
+    char *p = strstr(errstr, tag);
+    if (!p)
+        return;
+    p += sizeof tag - 1;
+    char *end = strchr(p, '"');
+    if (!end || ((size_t)(end - p) == strlen(key) && !strncmp(p, key, (size_t)(end - p))))
+        return;
+    char rest[512];
+    snprintf(rest, sizeof rest, "%s", end);
+    snprintf(p, cap - (size_t)(p - errstr), "%s%s", key, rest);
+}
+
 /* Each property must be one librdkafka knows, with a value it accepts. */
 static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *prefix,
                                   rd_kafka_conf_t *conf) {
     char errstr[512], what[300];
     for (size_t i = 0; i < l->n; i++) {
         const vw_kv *kv = &l->items[i];
-        snprintf(what, sizeof what, "%s.%s", prefix, kv->key);
+        if (kv->line == 0) /* an override: its variable */
+            vw_config_env_name(prefix, kv->key, what, sizeof what);
+        else
+            snprintf(what, sizeof what, "%s.%s", prefix, kv->key);
         for (size_t j = 0; j < sizeof pinned / sizeof pinned[0]; j++) {
             if (strcmp(kv->key, pinned[j].key))
                 continue;
@@ -458,10 +494,17 @@ static vw_status check_kafka_list(parse_ctx *c, const vw_kvlist *l, const char *
             for (size_t a = 0; pinned[j].allowed[a]; a++)
                 ok = ok || !strcmp(kv->value, pinned[j].allowed[a]);
             if (!ok)
-                return bad(c, kv->line, what, "the worker's delivery rule needs the default");
+                return bad(c, kv->line, what, pinned[j].why);
         }
-        if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+        if (!strcmp(kv->key, "transactional.id"))
+            return bad(c, kv->line, what,
+                       "the worker derives it (delivery.mode exactly_once: "
+                       "delivery.transactional_id_prefix and delivery.worker_id)");
+        if (rd_kafka_conf_set(conf, kv->key, kv->value, errstr, sizeof errstr) !=
+            RD_KAFKA_CONF_OK) {
+            user_name(errstr, sizeof errstr, kv->key);
             return bad(c, kv->line, what, errstr);
+        }
     }
     return VW_OK;
 }
@@ -474,6 +517,13 @@ static const char *field_what(const field *f, int line, char *buf, size_t cap) {
     else
         snprintf(buf, cap, "%s.%s", f->section, f->key);
     return buf;
+}
+
+/* Which of two fields that conflict an error names: one an override set
+ * (the file alone was fine), then a set in the file, else b. */
+static const field *culprit(const parse_ctx *c, const field *a, const field *b) {
+    int la = c->line[a - fields], lb = c->line[b - fields];
+    return la == 0 ? a : lb == 0 ? b : la > 0 ? a : b;
 }
 
 /* A topic the worker writes to that is also its input feeds the worker its
@@ -491,7 +541,7 @@ static vw_status check_loops(parse_ctx *c) {
         const char *topic = *str_slot(c->cfg, f);
         if (!topic || strcmp(topic, cfg->topics.input))
             continue;
-        const field *at = c->line[f - fields] >= 0 ? f : in;
+        const field *at = culprit(c, f, in);
         int line = c->line[at - fields];
         snprintf(why, sizeof why,
                  "'%.128s' is both topics.input and topics.%s: the worker would consume %s "
@@ -504,11 +554,14 @@ static vw_status check_loops(parse_ctx *c) {
         if (strcmp(cfg->topics.reply_allow[i], cfg->topics.input))
             continue;
         int line = c->item_line ? c->item_line[i] : c->line[ra - fields];
+        const field *at = ra;
+        if (line != 0 && c->line[in - fields] == 0) /* VELA_TOPICS_INPUT made it a loop */
+            at = in, line = 0;
         snprintf(why, sizeof why,
                  "'%.128s' is topics.input: a reply-topic header naming it would feed results "
                  "back to the worker (a loop)",
                  cfg->topics.reply_allow[i]);
-        return bad(c, line, field_what(ra, line, what, sizeof what), why);
+        return bad(c, line, field_what(at, line, what, sizeof what), why);
     }
     return VW_OK;
 }
@@ -542,8 +595,16 @@ static vw_status validate(parse_ctx *c) {
             return VW_FAIL(c->err, VW_ENOMEM, "out_of_memory", "config");
         snprintf(cfg->topics.dlq, n, "%s.dlq", cfg->topics.input);
     }
-    if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms)
-        return bad(c, -1, "delivery.retry_backoff_max_ms", "must be >= delivery.retry_backoff_ms");
+    if (cfg->delivery.retry_backoff_max_ms < cfg->delivery.retry_backoff_ms) {
+        const field *mx = find_field("delivery", "retry_backoff_max_ms"),
+                    *mn = find_field("delivery", "retry_backoff_ms");
+        const field *at = culprit(c, mx, mn);
+        char what[128];
+        int line = c->line[at - fields];
+        return bad(c, line, field_what(at, line, what, sizeof what),
+                   at == mx ? "must be >= delivery.retry_backoff_ms"
+                            : "must be <= delivery.retry_backoff_max_ms");
+    }
     if (cfg->limits.max_request_tokens < 0)
         cfg->limits.max_request_tokens = VW_REQUEST_TOKENS_PER_BATCH * cfg->batching.max_tokens;
     return check_loops(c);
@@ -557,8 +618,11 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     cfg->model.precision = strdup("auto");
     cfg->model.manifest_sha256 = strdup("");
     cfg->metrics.listen = strdup("127.0.0.1:9464");
+    cfg->delivery.transactional_id_prefix = strdup("");
+    cfg->delivery.worker_id = strdup("");
     if (!cfg->source || !cfg->topics.results || !cfg->model.bundle || !cfg->model.device ||
-        !cfg->model.precision || !cfg->model.manifest_sha256 || !cfg->metrics.listen)
+        !cfg->model.precision || !cfg->model.manifest_sha256 || !cfg->metrics.listen ||
+        !cfg->delivery.transactional_id_prefix || !cfg->delivery.worker_id)
         return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "config defaults");
     cfg->batching.max_tokens = VW_BATCH_MAX_TOKENS_DEFAULT;
     cfg->batching.max_requests = 64;
@@ -581,40 +645,6 @@ static vw_status set_defaults(vw_config *cfg, const char *name, vw_err *err) {
     return VW_OK;
 }
 
-/* Refuses a document nested deeper than VW_CONFIG_MAX_DEPTH from libyaml's
- * events, before its loader builds the document (the loader took 22 s on
- * 100,000 nested flow sequences, 40 s on mappings). A syntax error is left
- * to the loader, which reports it. */
-static vw_status check_depth(const char *yaml, size_t len, const char *name, vw_err *err) {
-    yaml_parser_t p;
-    yaml_event_t ev;
-    if (!yaml_parser_initialize(&p))
-        return VW_FAIL(err, VW_ENOMEM, "out_of_memory", "yaml parser");
-    yaml_parser_set_input_string(&p, (const unsigned char *)yaml, len);
-    vw_status st = VW_OK;
-    int depth = 0;
-    while (yaml_parser_parse(&p, &ev)) {
-        yaml_event_type_t t = ev.type;
-        size_t line = ev.start_mark.line + 1;
-        yaml_event_delete(&ev);
-        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
-            if (++depth > VW_CONFIG_MAX_DEPTH) {
-                st = VW_FAIL(err, VW_EINVAL, "config_invalid",
-                             "%s:%zu: YAML: nested deeper than %d levels (a configuration "
-                             "needs 3)",
-                             name, line, VW_CONFIG_MAX_DEPTH);
-                break;
-            }
-        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
-            depth--;
-        } else if (t == YAML_DOCUMENT_END_EVENT || t == YAML_STREAM_END_EVENT) {
-            break; /* only the first document is loaded */
-        }
-    }
-    yaml_parser_delete(&p);
-    return st;
-}
-
 vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *const *envp,
                           vw_config **out, vw_err *err) {
     yaml_parser_t parser;
@@ -630,7 +660,7 @@ vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *
         c.line[i] = -1; /* a default */
     st = set_defaults(c.cfg, name, err);
     if (!st)
-        st = check_depth(yaml, len, name, err);
+        st = vw_config_shape_check(yaml, len, name, err);
     if (st)
         goto done;
     if (!yaml_parser_initialize(&parser)) {
@@ -651,6 +681,8 @@ vw_status vw_config_parse(const char *yaml, size_t len, const char *name, char *
     if (!st)
         st = validate(&c);
     if (!st) {
+        _Static_assert(N_FIELDS <= VW_CONFIG_FIELD_SLOTS, "vw_config.set_at is too small");
+        memcpy(c.cfg->set_at, c.line, sizeof c.line);
         *out = c.cfg;
         c.cfg = NULL;
     }
@@ -661,6 +693,24 @@ done:
         yaml_parser_delete(&parser);
     free(c.item_line);
     vw_config_free(c.cfg);
+    return st;
+}
+
+int vw_config_set_at(const vw_config *cfg, const char *section, const char *key) {
+    const field *f = find_field(section, key);
+    return f ? cfg->set_at[f - fields] : -1;
+}
+
+/* The relative paths the file set, from its directory (config_paths.h). */
+static vw_status resolve_paths(vw_config *cfg, const char *file, vw_err *err) {
+    vw_status st = vw_config_set_at(cfg, "model", "bundle") > 0
+                       ? vw_config_path_under(file, &cfg->model.bundle, err)
+                       : VW_OK;
+    vw_kvlist *lists[] = {&cfg->kafka.common, &cfg->kafka.consumer, &cfg->kafka.producer};
+    for (size_t k = 0; k < 3 && !st; k++)
+        for (vw_kv *kv = lists[k]->items; kv < lists[k]->items + lists[k]->n && !st; kv++)
+            if (kv->line > 0 && vw_config_path_prop(kv->key, kv->value))
+                st = vw_config_path_under(file, &kv->value, err);
     return st;
 }
 
@@ -683,14 +733,18 @@ vw_status vw_config_load(const char *path, char *const *envp, vw_config **out, v
         }
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
-        if (r == 0)
-            break;
+        if (r == 0 || n > VW_CONFIG_MAX_BYTES)
+            break; /* past the bound: vw_config_parse refuses it */
     }
     if (ferror(f)) {
         st = VW_FAIL(err, VW_EIO, "config_unreadable", "%s: read error", path);
         goto done;
     }
     st = vw_config_parse(buf, n, path, envp, out, err);
+    if (!st && (st = resolve_paths(*out, path, err))) {
+        vw_config_free(*out);
+        *out = NULL;
+    }
 done:
     free(buf);
     fclose(f);

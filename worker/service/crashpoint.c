@@ -16,6 +16,8 @@ static const char *const names[] = {
     [VW_CRASH_AFTER_DELIVERY] = "after_delivery",
     [VW_CRASH_AFTER_COMMIT] = "after_commit",
     [VW_CRASH_BEFORE_PRODUCE] = "before_produce",
+    [VW_CRASH_AFTER_TXN_OFFSETS] = "after_txn_offsets",
+    [VW_CRASH_AFTER_TXN_COMMIT] = "after_txn_commit",
 };
 // clang-format on
 enum { N_NAMES = sizeof names / sizeof names[0] };
@@ -56,7 +58,8 @@ vw_status vw_crashpoint_init(vw_crashpoint *cp, const char *spec, vw_err *err) {
     if (found == VW_CRASH_NONE)
         return VW_FAIL(err, VW_EINVAL, "bad_crash_point",
                        "VW_CRASH_AT=%s: expected after_executor|before_produce|after_produce|"
-                       "after_delivery|after_commit[:N], N >= 1, or "
+                       "after_delivery|after_commit|after_txn_offsets|after_txn_commit[:N], "
+                       "N >= 1, or "
                        "before_produce|after_produce|after_delivery:N:fatal",
                        spec);
     cp->point = found;

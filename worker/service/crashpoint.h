@@ -8,6 +8,9 @@
  *   after_delivery  a delivery report acknowledged a record (offset not committed)
  *   after_commit    an offset commit was confirmed by the broker
  *   before_produce  a result is about to be handed to librdkafka
+ *   after_txn_offsets  exactly_once: a transaction's offsets were sent, it is
+ *                   not committed
+ *   after_txn_commit   exactly_once: a transaction was committed
  * `<point>:<n>:fatal` (before_produce, after_produce and after_delivery only)
  * does not abort: the hit returns true and the worker makes its producer fail
  * fatally (rd_kafka_test_fatal_error, as an idempotent producer's sequence
@@ -40,6 +43,8 @@ typedef enum vw_crash_point {
     VW_CRASH_AFTER_DELIVERY,
     VW_CRASH_AFTER_COMMIT,
     VW_CRASH_BEFORE_PRODUCE,
+    VW_CRASH_AFTER_TXN_OFFSETS,
+    VW_CRASH_AFTER_TXN_COMMIT,
 } vw_crash_point;
 
 typedef enum vw_crash_action {

@@ -6,7 +6,7 @@
  * one GPU sees it as cuda:0); auto is cuda:0 when this build has the CUDA
  * executor and CUDA sees a device, else cpu. One worker process drives one
  * GPU: scale over GPUs with more workers in the same consumer group
- * (docs/worker.md "GPU deployment"). The choice is written into dc->chosen
+ * (docs/operations.md "GPU deployment"). The choice is written into dc->chosen
  * for the start-up log line ("cuda:0 (auto): NVIDIA H200 (sm_90, 139.8 GiB)
  * bf16x2", "cpu (auto) fp32").
  *

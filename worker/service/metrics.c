@@ -2,7 +2,9 @@
  * statistics, Prometheus rendering and the libmicrohttpd endpoint (see
  * metrics.h). Owns the HTTP daemon; never touches Kafka handles. */
 #include "metrics.h"
+#include "httpd.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -10,8 +12,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "admission/canonical_json.h"
 #include "admission/errlist.h"
@@ -31,6 +35,17 @@ static const char *const counter_names[VW_M_COUNTERS][2] = {
      "Partitions assigned again because librdkafka never started fetching them."},
     {"slow_records_total",
      "Records whose admission and plan took longer than limits.slow_record_ms."},
+    {"unreadable_records_total",
+     "Records librdkafka could not hand over (decompression, CRC, size): dead-lettered, skipped."},
+    {"dead_letters_truncated_total", "Dead letters whose payload was cut to fit the producer."},
+    {"dead_letter_failures_total",
+     "Dead letters refused even without a payload: the worker stopped before the offset."},
+    {"produce_waits_total",
+     "Results kept for another try after a transient produce error (unknown or unauthorised "
+     "topic, leader change)."},
+    {"transactions_committed_total", "exactly_once: transactions committed."},
+    {"transactions_aborted_total",
+     "exactly_once: transactions aborted (their records are produced again)."},
 };
 
 enum { MAX_BUCKETS = 16 };
@@ -64,10 +79,16 @@ static const hist_def hist_defs[VW_H_COUNT] = {
      14,
      {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
     {"e2e_latency_seconds",
-     "Time from the request record's timestamp to the result's acknowledgement.",
+     "Time from the request record's timestamp to the result's acknowledgement "
+     "(exactly_once: to its transaction's commit).",
      1e6,
      14,
      {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}},
+    {"txn_commit_seconds",
+     "exactly_once: time to commit one transaction (flush, offsets, commit).",
+     1e6,
+     14,
+     {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}},
 };
 
 typedef struct hist {
@@ -98,11 +119,11 @@ struct vw_metrics {
     _Atomic uint64_t stage_ns[VW_S_COUNT];
     hist hists[VW_H_COUNT];
     _Atomic int64_t in_flight;
-    atomic_bool paused, assigned, ready, fatal;
+    atomic_bool paused, assigned, ready, fatal, blocked;
     pthread_mutex_t lag_mu;
     lag *lags;
     size_t n_lags;
-    struct MHD_Daemon *httpd;
+    vw_httpd *httpd;
 };
 
 vw_metrics *vw_metrics_new(void) {
@@ -115,8 +136,7 @@ vw_metrics *vw_metrics_new(void) {
 void vw_metrics_free(vw_metrics *m) {
     if (!m)
         return;
-    if (m->httpd)
-        MHD_stop_daemon(m->httpd);
+    vw_httpd_stop(m->httpd);
     pthread_mutex_destroy(&m->lag_mu);
     free(m->lags);
     free(m);
@@ -193,8 +213,41 @@ void vw_metrics_set_fatal(vw_metrics *m) {
     if (m)
         atomic_store(&m->fatal, true);
 }
+void vw_metrics_set_produce_blocked(vw_metrics *m, bool blocked) {
+    if (m)
+        atomic_store(&m->blocked, blocked);
+}
 
-/* Collects partitions[].consumer_lag of active partitions (STATISTICS.md). */
+static int64_t field_i64(const json_t *p, const char *name) {
+    const json_t *v = json_object_get(p, name);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* The lag of one partition's statistics: librdkafka's consumer_lag (the end
+ * offset less the group's committed offset), or -1 when the end is unknown.
+ * librdkafka reports -1 too while the group has committed nothing there (an
+ * empty partition, one never answered yet): the lag then counts from the log
+ * start offset, where the group begins (auto.offset.reset=earliest), so an
+ * empty assigned partition reads 0. The end is the last stable offset (the
+ * worker reads committed records only), else the high watermark. */
+static int64_t partition_lag(const json_t *p) {
+    int64_t lag = field_i64(p, "consumer_lag");
+    if (lag >= 0)
+        return lag;
+    int64_t end = field_i64(p, "ls_offset");
+    if (end < 0)
+        end = field_i64(p, "hi_offset");
+    if (end < 0)
+        return -1;
+    int64_t from = field_i64(p, "committed_offset");
+    if (from < 0)
+        from = field_i64(p, "lo_offset");
+    if (from < 0)
+        from = 0;
+    return end > from ? end - from : 0;
+}
+
+/* Collects the lag of the active partitions (STATISTICS.md). */
 void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     json_t *root = m ? json_loadb(json, len, 0, NULL) : NULL;
     if (!root)
@@ -205,10 +258,10 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     json_t *t, *p;
     json_object_foreach(json_object_get(root, "topics"), tname, t) {
         json_object_foreach(json_object_get(t, "partitions"), pname, p) {
-            json_t *l = json_object_get(p, "consumer_lag");
             const char *state = json_string_value(json_object_get(p, "fetch_state"));
             int32_t part = (int32_t)json_integer_value(json_object_get(p, "partition"));
-            if (part < 0 || !json_is_integer(l) || !state || strcmp(state, "active"))
+            int64_t l = partition_lag(p);
+            if (part < 0 || l < 0 || !state || strcmp(state, "active"))
                 continue;
             lag *grown = realloc(found, (n + 1) * sizeof *grown);
             if (!grown)
@@ -216,7 +269,7 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
             found = grown;
             snprintf(found[n].topic, sizeof found[n].topic, "%s", tname);
             found[n].partition = part;
-            found[n++].lag = json_integer_value(l);
+            found[n++].lag = l;
         }
     }
     json_decref(root);
@@ -227,15 +280,32 @@ void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len) {
     pthread_mutex_unlock(&m->lag_mu);
 }
 
+/* A bucket bound as Prometheus clients write it (Go's shortest form): a whole
+ * number in full, else the shortest decimal that reads back as the same
+ * double (1048576, 0.005; "%g" wrote 1.04858e+06, which is another number). */
+static const char *bound_text(double v, char buf[32]) {
+    if (v == (double)(int64_t)v) {
+        snprintf(buf, 32, "%lld", (long long)v);
+        return buf;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
 static void render_hist(vw_sbuf *sb, const hist_def *d, hist *x) {
+    char le[32];
     vw_sbuf_printf(sb, "# HELP vela_worker_%s %s\n# TYPE vela_worker_%s histogram\n", d->name,
                    d->help, d->name);
     uint64_t cum = 0;
     for (size_t b = 0; b <= d->n; b++) {
         cum += atomic_load(&x->buckets[b]);
         if (b < d->n)
-            vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"%g\"} %llu\n", d->name, d->le[b],
-                           (unsigned long long)cum);
+            vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"%s\"} %llu\n", d->name,
+                           bound_text(d->le[b], le), (unsigned long long)cum);
         else
             vw_sbuf_printf(sb, "vela_worker_%s_bucket{le=\"+Inf\"} %llu\n", d->name,
                            (unsigned long long)cum);
@@ -252,9 +322,13 @@ static void render_gauges(vw_metrics *m, vw_sbuf *sb) {
                    "# HELP vela_worker_paused 1 while intake is held for a rebalance.\n"
                    "# TYPE vela_worker_paused gauge\nvela_worker_paused %d\n"
                    "# HELP vela_worker_ready 1 when /readyz answers 200.\n"
-                   "# TYPE vela_worker_ready gauge\nvela_worker_ready %d\n",
+                   "# TYPE vela_worker_ready gauge\nvela_worker_ready %d\n"
+                   "# HELP vela_worker_produce_blocked 1 while results wait out a transient "
+                   "produce error.\n"
+                   "# TYPE vela_worker_produce_blocked gauge\nvela_worker_produce_blocked %d\n",
                    (long long)atomic_load(&m->in_flight), (int)atomic_load(&m->paused),
-                   atomic_load(&m->ready) && atomic_load(&m->assigned));
+                   atomic_load(&m->ready) && atomic_load(&m->assigned) && !atomic_load(&m->blocked),
+                   (int)atomic_load(&m->blocked));
     vw_sbuf_puts(sb, "# HELP vela_worker_consumer_lag Messages behind the high watermark "
                      "(librdkafka statistics).\n# TYPE vela_worker_consumer_lag gauge\n");
     pthread_mutex_lock(&m->lag_mu);
@@ -337,7 +411,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return reply(c, ok ? 200 : 503, strdup(ok ? "ok\n" : "fatal\n"), ok ? 3 : 6, "text/plain");
     }
     if (!strcmp(url, "/readyz")) {
-        bool ok = atomic_load(&m->ready) && atomic_load(&m->assigned) && !atomic_load(&m->fatal);
+        bool ok = atomic_load(&m->ready) && atomic_load(&m->assigned) &&
+                  !atomic_load(&m->blocked) && !atomic_load(&m->fatal);
         return reply(c, ok ? 200 : 503, strdup(ok ? "ready\n" : "not ready\n"), ok ? 6 : 10,
                      "text/plain");
     }
@@ -379,31 +454,33 @@ vw_status vw_metrics_check_listen(const char *listen, vw_err *err) {
     return st;
 }
 
+/* Why the address cannot be bound (the server does not say): a bind of our
+ * own, as the server makes it (SO_REUSEADDR); 0 when it can. */
+static int bind_errno(const struct addrinfo *ai) {
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, e = 0;
+    if (fd < 0)
+        return errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen))
+        e = errno;
+    close(fd);
+    return e;
+}
+
 vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err) {
     struct addrinfo *ai = NULL;
     vw_err why = {0};
     if (resolve_listen(listen, &ai, &why))
-        return VW_FAIL(err, VW_EINVAL, "config_invalid", "metrics.listen %s", why.msg);
-    /* MHD_USE_AUTO: epoll on Linux, so no FD_SETSIZE ceiling (select() refused
-     * any connection whose descriptor passed 1,024). The limits keep idle
-     * connections from holding the endpoint: one address takes at most
-     * PER_IP of MAX (the rest are closed at once) and an idle one is closed
-     * after IDLE_TIMEOUT_S, so /healthz from another address is answered
-     * beside any number of them, from the same one within the timeout. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    m->httpd = MHD_start_daemon(flags, 0, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)VW_METRICS_IDLE_TIMEOUT_S,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)VW_METRICS_MAX_CONNECTIONS,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                (unsigned)VW_METRICS_PER_IP_CONNECTIONS, MHD_OPTION_END);
+        return VW_FAIL(err, VW_EINVAL, "config_invalid", "%s", why.msg);
+    /* The server's guard keeps /healthz answerable under a flood of
+     * connections that never finish a request (httpd.h). */
+    vw_status st = vw_httpd_start(ai->ai_addr, handle, m, &m->httpd, port_out, &why);
+    int why_not = st == VW_EIO ? bind_errno(ai) : 0;
     freeaddrinfo(ai);
-    if (!m->httpd)
-        return VW_FAIL(err, VW_EIO, "metrics_listen", "metrics.listen '%s': cannot bind", listen);
-    if (port_out) {
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(m->httpd, MHD_DAEMON_INFO_BIND_PORT);
-        *port_out = info ? info->port : -1;
-    }
+    if (st == VW_EIO)
+        return VW_FAIL(err, VW_EIO, "metrics_listen", "'%s': cannot bind: %s", listen,
+                       why_not ? strerror(why_not) : "the HTTP server did not start");
+    if (st)
+        return VW_FAIL(err, st, "out_of_memory", "'%s': %s", listen, why.msg);
     return VW_OK;
 }

@@ -2,8 +2,9 @@
  *
  * GET /metrics  Prometheus text format 0.0.4 (names below, prefix vela_worker_)
  * GET /healthz  200 "ok" while the worker runs, 503 after a fatal error
- * GET /readyz   200 when the processor is ready and a partition assignment was
- *               received, else 503
+ * GET /readyz   200 when the processor is ready, a partition assignment was
+ *               received and no result waits out a transient produce error,
+ *               else 503
  *
  * Counters, gauges and fixed-bucket histograms are C11 atomics: the Kafka
  * thread, the executor thread and the HTTP thread use them without locks.
@@ -12,7 +13,9 @@
  * under a mutex. Label values are bounded: vela status codes, the rejection
  * types of errlist.h, partitions.
  *
- * Ownership: vw_metrics_new/free; vw_metrics_serve starts the HTTP thread,
+ * Ownership: vw_metrics_new/free; vw_metrics_serve starts the HTTP thread
+ * (httpd.h: its limits, and the guard that keeps /healthz and /readyz
+ * answerable under a flood of connections that never finish a request),
  * stopped by vw_metrics_free. Errors: VW_EIO when the listen address cannot be
  * bound, VW_EINVAL for a malformed address, VW_ENOMEM.
  */
@@ -27,15 +30,6 @@
 
 typedef struct vw_metrics vw_metrics;
 
-/* The HTTP endpoint's limits (docs/worker.md "Metrics and health"): a
- * connection idle this long is closed; at most this many connections at once,
- * and this many from one address, so a flood of idle connections from one
- * client cannot keep /healthz from another (a probe from the flooding address
- * waits at most the idle timeout). */
-#define VW_METRICS_IDLE_TIMEOUT_S 2
-#define VW_METRICS_MAX_CONNECTIONS 256
-#define VW_METRICS_PER_IP_CONNECTIONS 32
-
 typedef enum vw_counter {
     VW_M_RECORDS_IN = 0,     /* request records consumed */
     VW_M_DLQ,                /* records sent to the dead-letter topic */
@@ -48,6 +42,12 @@ typedef enum vw_counter {
     VW_M_BATCHES,            /* micro-batches run */
     VW_M_PARTITION_RESTARTS, /* partitions assigned again by the start watchdog */
     VW_M_SLOW_RECORDS,       /* admission + plan over limits.slow_record_ms */
+    VW_M_UNREADABLE,         /* records librdkafka could not hand over: dead-lettered, skipped */
+    VW_M_DLQ_TRUNCATED,      /* dead letters whose payload was cut to fit */
+    VW_M_DLQ_FAILURES,       /* dead letters refused even empty: the worker stops */
+    VW_M_PRODUCE_WAITS,      /* results kept for another try after a transient produce error */
+    VW_M_TXN_COMMITS,        /* exactly_once: transactions committed */
+    VW_M_TXN_ABORTS,         /* exactly_once: transactions aborted (their records produced again) */
     VW_M_COUNTERS
 } vw_counter;
 
@@ -57,6 +57,7 @@ typedef enum vw_histogram {
     VW_H_QUEUE_DELAY,    /* seconds from admission to the start of its batch */
     VW_H_EXEC,           /* seconds the processor spent on one batch */
     VW_H_E2E,            /* seconds from the request's timestamp to the result's ack */
+    VW_H_TXN,            /* exactly_once: seconds to commit one transaction (flush to EndTxn) */
     VW_H_COUNT
 } vw_histogram;
 
@@ -101,6 +102,9 @@ void vw_metrics_set_paused(vw_metrics *m, bool paused);
 void vw_metrics_set_assigned(vw_metrics *m, bool assigned);
 void vw_metrics_set_ready(vw_metrics *m, bool ready);
 void vw_metrics_set_fatal(vw_metrics *m);
+/* Results wait out a transient produce error (an unknown or unauthorised
+ * topic, a leader change): /readyz answers 503 meanwhile. */
+void vw_metrics_set_produce_blocked(vw_metrics *m, bool blocked);
 /* Updates consumer lag gauges from a librdkafka statistics JSON document. */
 void vw_metrics_stats_json(vw_metrics *m, const char *json, size_t len);
 
@@ -114,7 +118,10 @@ char *vw_metrics_render(vw_metrics *m, size_t *len);
 vw_status vw_metrics_check_listen(const char *listen, vw_err *err);
 
 /* Starts the HTTP endpoint on "host:port" (port 0: any free port). *port_out
- * (may be NULL) receives the bound port. */
+ * (may be NULL) receives the bound port. Errors, the reason alone in err->msg
+ * (the caller names the key and its source): VW_EINVAL as check_listen;
+ * VW_EIO "metrics_listen" "'ADDR': cannot bind: <strerror>" (in use, not a
+ * local address, a privileged port). */
 vw_status vw_metrics_serve(vw_metrics *m, const char *listen, int *port_out, vw_err *err);
 
 #endif

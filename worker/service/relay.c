@@ -2,6 +2,8 @@
  * thread polls the stop pipe, the listening socket and both sockets of every
  * connection, and moves bytes through a buffer per direction. */
 #include "relay.h"
+#include "util/reserve.h"
+#include "util/thread_name.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -52,14 +54,7 @@ static void accept_one(vw_relay *r) {
         return;
     int t = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     pair *p = NULL;
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 8;
-        pair **grown = realloc(r->pairs, cap * sizeof *grown);
-        if (grown) {
-            r->pairs = grown;
-            r->cap = cap;
-        }
-    }
+    (void)vw_reserve((void **)&r->pairs, &r->cap, r->n + 1, sizeof *r->pairs); /* else n == cap */
     if (t < 0 || r->n == r->cap ||
         connect(t, (const struct sockaddr *)&r->target, sizeof r->target) ||
         fcntl(t, F_SETFL, fcntl(t, F_GETFL) | O_NONBLOCK) || !(p = calloc(1, sizeof *p))) {
@@ -104,13 +99,8 @@ static void *relay_main(void *arg) {
     size_t cap = 0;
     for (;;) {
         size_t nf = 2 + 2 * r->n;
-        if (nf > cap) {
-            struct pollfd *grown = realloc(fds, nf * 2 * sizeof *grown);
-            if (!grown)
-                break;
-            fds = grown;
-            cap = nf * 2;
-        }
+        if (vw_reserve((void **)&fds, &cap, nf, sizeof *fds))
+            break;
         fds[0] = (struct pollfd){.fd = r->stop[0], .events = POLLIN};
         fds[1] = (struct pollfd){.fd = r->lfd, .events = POLLIN};
         for (size_t i = 0; i < r->n; i++)
@@ -183,6 +173,7 @@ vw_status vw_relay_new(int port, const char *target, vw_relay **out, vw_err *err
         st = VW_FAIL(err, VW_EIO, "thread", "cannot start the relay thread");
         goto done;
     }
+    vw_thread_name(r->thread, "vw-relay", -1);
     r->started = true;
     *out = r;
     r = NULL;

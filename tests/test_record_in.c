@@ -1,8 +1,9 @@
-/* test_admit_record.c — worker-level record checks: the json.loads-compatible
+/* test_record_in.c — worker-level record checks: the json.loads-compatible
  * validator against CPython 3.11 vectors (fixtures/json_errors, recipe
  * tools/make_json_error_vectors.py), every worker-level rejection triple, the
- * request id rule, the result value and the reply-topic allow-list. */
-#include "admit_record.h"
+ * request id rule and the reply-topic allow-list. The result value is
+ * test_result_out's. */
+#include "record_in.h"
 #include "admission/json_in.h"
 #include "proc_test.h"
 #include "admission/request.h"
@@ -23,7 +24,7 @@ static size_t unhex(const char *hex, char *out) {
     return n;
 }
 
-Test(admit_record, python_json_vectors) {
+Test(record_in, python_json_vectors) {
     char *path = vw_test_path("fixtures/json_errors/cases.jsonl");
     size_t len = 0;
     char *text = vw_test_read_file(path, &len);
@@ -77,7 +78,7 @@ static char *nest(int depth, char open, char close) {
     return s;
 }
 
-Test(admit_record, nesting_limit_is_1000) {
+Test(record_in, nesting_limit_is_1000) {
     vw_pyjson_check chk;
     char *ok = nest(1000, '[', ']'), *deep = nest(1001, '[', ']');
     vw_pyjson_validate(ok, 2000, &chk);
@@ -123,7 +124,7 @@ static void expect_reject(const char *value, size_t len, int64_t max, int status
                      .request_id = "r"};
     vw_result r = {0};
     bool rejected = false;
-    cr_assert_eq(vw_admit_check(&rec, max, &rejected, &r, NULL), VW_OK);
+    cr_assert_eq(vw_record_in_check(&rec, max, &rejected, &r, NULL), VW_OK);
     cr_assert(rejected, "expected a rejection for %.40s", value);
     cr_assert_eq(r.kind, VW_RESULT_RECORD);
     cr_assert_eq(r.vela_status, status);
@@ -131,7 +132,7 @@ static void expect_reject(const char *value, size_t len, int64_t max, int status
     vw_result_clear(&r);
 }
 
-Test(admit_record, rejection_triples) {
+Test(record_in, rejection_triples) {
     expect_reject("{\"state\":\"x\"}", 13, 12, 413,
                   "{\"status\":413,\"detail\":[{\"loc\":[\"body\"],\"msg\":\"Data should have at "
                   "most 12 bytes\",\"type\":\"too_long\"}]}");
@@ -161,12 +162,12 @@ Test(admit_record, rejection_triples) {
                   "\"model_attributes_type\"}]}");
 }
 
-Test(admit_record, size_limit_boundary_and_pass) {
+Test(record_in, size_limit_boundary_and_pass) {
     const char *v = "{\"state\":\"x\"}";
     vw_record rec = {.topic = "in", .value = v, .value_len = 13, .request_id = "r"};
     vw_result r = {0};
     bool rejected = true;
-    cr_assert_eq(vw_admit_check(&rec, 13, &rejected, &r, NULL), VW_OK);
+    cr_assert_eq(vw_record_in_check(&rec, 13, &rejected, &r, NULL), VW_OK);
     cr_assert_not(rejected, "exactly at max_request_bytes passes");
     cr_assert_null(r.value);
     expect_reject(v, 13, 12, 413,
@@ -174,70 +175,49 @@ Test(admit_record, size_limit_boundary_and_pass) {
                   "most 12 bytes\",\"type\":\"too_long\"}]}");
 }
 
-Test(admit_record, request_id_rule) {
-    char *id = vw_request_id("in", 3, 42, "hdr-id", 6, "key", 3);
+Test(record_in, request_id_rule) {
+    char *id = vw_record_in_id("in", 3, 42, "hdr-id", 6, "key", 3);
     cr_assert_str_eq(id, "hdr-id");
     free(id);
-    id = vw_request_id("in", 3, 42, NULL, 0, "key-1", 5);
+    id = vw_record_in_id("in", 3, 42, NULL, 0, "key-1", 5);
     cr_assert_str_eq(id, "key-1");
     free(id);
-    id = vw_request_id("in", 3, 42, NULL, 0, NULL, 0);
+    id = vw_record_in_id("in", 3, 42, NULL, 0, NULL, 0);
     cr_assert_str_eq(id, "in:3:42");
     free(id);
-    id = vw_request_id("in", 3, 42, "\xff", 1, "k\0x", 3);
+    id = vw_record_in_id("in", 3, 42, "\xff", 1, "k\0x", 3);
     cr_assert_str_eq(id, "in:3:42", "invalid UTF-8 header and NUL in key are skipped");
     free(id);
-    id = vw_request_id("in", 0, 0, "", 0, "k", 1);
+    id = vw_record_in_id("in", 0, 0, "", 0, "k", 1);
     cr_assert_str_eq(id, "k", "an empty header is skipped");
+    free(id);
+    /* Longer than VW_ECHO_MAX: its digest (Python's hashlib.sha256 of 1025 'k'). */
+    char k[VW_ECHO_MAX + 1];
+    memset(k, 'k', sizeof k);
+    id = vw_record_in_id("in", 0, 0, NULL, 0, k, sizeof k);
+    cr_assert_str_eq(id, "sha256:011cc8dcade24f43d2d7f95605d8481da1d0b86475def49be02bfc20cee86e65");
+    free(id);
+    id = vw_record_in_id("in", 0, 0, k, sizeof k, "short", 5);
+    cr_assert_str_eq(id, "sha256:011cc8dcade24f43d2d7f95605d8481da1d0b86475def49be02bfc20cee86e65",
+                     "a long header still wins over the key");
     free(id);
 }
 
-Test(admit_record, result_value_puts_request_id_and_source_first) {
-    vw_record rec = {.topic = "requests",
-                     .partition = 2,
-                     .offset = 17,
-                     .timestamp = 1700000000123,
-                     .request_id = "id \"1\""};
-    vw_result r = {.kind = VW_RESULT_RECORD,
-                   .vela_status = 200,
-                   .value = " {\"answers\":{}}",
-                   .value_len = 15};
-    char *out = NULL;
-    size_t n = 0;
-    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_OK);
-    cr_assert_str_eq(out, "{\"request_id\":\"id \\\"1\\\"\",\"source\":{\"topic\":\"requests\","
-                          "\"partition\":2,\"offset\":17,\"timestamp\":1700000000123},"
-                          "\"answers\":{}}");
-    cr_assert_eq(n, strlen(out));
-    free(out);
-    rec.timestamp = -1;
-    r.value = "{ }";
-    r.value_len = 3;
-    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_OK);
-    cr_assert(strstr(out, "\"timestamp\":null} }"), "%s", out);
-    json_t *j = json_loadb(out, n, 0, NULL);
-    cr_assert_not_null(j, "valid JSON: %s", out);
-    json_decref(j);
-    free(out);
-    r.value = "[1]";
-    cr_assert_eq(vw_result_value(&r, &rec, &out, &n, NULL), VW_EINVAL);
-}
-
-Test(admit_record, reply_topic_allow_list) {
+Test(record_in, reply_topic_allow_list) {
     char *allow[] = {"replies", "eval"};
     vw_config cfg = {0};
     cfg.topics.reply_allow = allow;
     cfg.topics.n_reply_allow = 2;
-    cr_assert_str_eq(vw_reply_topic(&cfg, "eval", 4), "eval");
-    cr_assert_null(vw_reply_topic(&cfg, "evil", 4));
-    cr_assert_null(vw_reply_topic(&cfg, "eva", 3));
-    cr_assert_null(vw_reply_topic(&cfg, NULL, 0));
+    cr_assert_str_eq(vw_record_in_reply_topic(&cfg, "eval", 4), "eval");
+    cr_assert_null(vw_record_in_reply_topic(&cfg, "evil", 4));
+    cr_assert_null(vw_record_in_reply_topic(&cfg, "eva", 3));
+    cr_assert_null(vw_record_in_reply_topic(&cfg, NULL, 0));
 }
 
 /* One front door: on every CPython vector, core's parser (vw_json_parse, used by
  * `score`, `plan` and the model processor) fails exactly as the checker, and
  * core admission (vw_request_admit) answers the worker's triple. */
-Test(admit_record, core_admission_agrees_on_vectors) {
+Test(record_in, core_admission_agrees_on_vectors) {
     char *path = vw_test_path("fixtures/json_errors/cases.jsonl");
     size_t len = 0;
     char *text = vw_test_read_file(path, &len);
@@ -263,7 +243,7 @@ Test(admit_record, core_admission_agrees_on_vectors) {
         vw_record rec = {.topic = "t", .value = buf, .value_len = n, .request_id = "r"};
         vw_result r = {0};
         bool rej = false;
-        cr_assert_eq(vw_admit_check(&rec, 1 << 20, &rej, &r, NULL), VW_OK);
+        cr_assert_eq(vw_record_in_check(&rec, 1 << 20, &rej, &r, NULL), VW_OK);
         vw_request *req = NULL;
         vw_errlist d = {0};
         int status = 0;
