@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 N=${1:-160}
 ROUNDS=${2:-3}
 build=${VW_BENCH_BUILD:-build-bench}
-bundle=${BENCH_BUNDLE:-fixtures/tiny-vela}
+bundle=$(realpath -m "${BENCH_BUNDLE:-fixtures/tiny-vela}") # the config is in a temporary directory
 request=${BENCH_REQUEST:-fixtures/requests/blog_quickstart.json}
 threads=${BENCH_CPU_THREADS:-0}
 tmp=$(mktemp -d /tmp/vw-bench-cpu-XXXXXX)
@@ -89,7 +89,19 @@ for r in $(seq "$ROUNDS"); do
     "$bin" run --config "$tmp/worker.yaml" 2>"$tmp/w$r.log" &
   wp=$!
   echo "$wp" >>"$tmp/pids"
-  line=$("$pipe" measure "$B" "in$r" "out$r" "$N" 900)
+  "$pipe" measure "$B" "in$r" "out$r" "$N" 900 >"$tmp/m$r" &
+  mp=$!
+  while kill -0 "$mp" 2>/dev/null; do # a worker that stopped answers nothing: say why
+    if ! kill -0 "$wp" 2>/dev/null; then
+      kill "$mp"
+      echo "bench/cpu_worker.sh: the worker exited; its log:" >&2
+      tail -5 "$tmp/w$r.log" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  wait "$mp"
+  line=$(cat "$tmp/m$r")
   kill -TERM "$wp" && wait "$wp" || true
   w_rate[$r]=$(sed -n 's/.* mid_exact=\([0-9.]*\).*/\1/p' <<<"$line")
   printf "round %d: score %s req/s (1 request %.2f s, %d requests %.2f s) | worker %s req/s (%s)\n" \
