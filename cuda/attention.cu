@@ -1,5 +1,5 @@
 // attention.cu — gated causal GQA attention over a packed batch with prefix
-// continuation (docs/spec/backbone.md §3.4 steps 5-6; CPU reference: attn_head
+// continuation (docs/spec/backbone.md §3.4 steps 5-6; CPU reference: attn_task
 // and attn_layer in core/model/backbone_layers.c).
 //
 // A work item is a tile of VW_ATT_BR query rows of one sequence for one query

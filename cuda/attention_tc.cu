@@ -1,7 +1,7 @@
 // attention_tc.cu — gated tree attention on tensor cores, FlashAttention-2
 // style: the path of the bf16 and bf16x2 precisions (docs/cuda-mixers.md "Attention
 // on tensor cores"); attention.cu's FP32 SIMT kernel is the fp32 precision
-// and the fallback for other shapes. CPU reference: attn_head and attn_layer
+// and the fallback for other shapes. CPU reference: attn_task and attn_layer
 // in core/model/backbone_layers.c (docs/spec/backbone.md §3.4 steps 5-6).
 //
 // Work. A work item is 16 query rows of one sequence (vw_cu_attn_items,

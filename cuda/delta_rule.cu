@@ -1,7 +1,7 @@
 // delta_rule.cu — the chunked gated delta rule (chunk 64) on the GPU, FP32
 // throughout, as three kernels (docs/spec/backbone.md §4.1-§4.2; CPU reference:
-// vw_gdn_chunked / chunk_head in core/model/delta_rule.c, whose steps and
-// rounding points each kernel names). Per value head h and chunk of n <= 64 rows:
+// vw_gdn_chunked = vw_gdn_chunk_prep + vw_gdn_chunk_state in core/model/delta_rule.c, whose steps
+// and rounding points each kernel names). Per value head h and chunk of n <= 64 rows:
 //
 //   gdn_prep_k  grid (chunk, v-head) over every chunk of every sequence of the
 //               call at once — nothing here depends on the state:

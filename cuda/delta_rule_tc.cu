@@ -2,7 +2,7 @@
 // cores: the path of the bf16 and bf16x2 precisions (docs/cuda-mixers.md "The delta
 // rule"); delta_rule.cu's FP32 SIMT kernels are the fp32 precision and the
 // fallback for other shapes. Three kernels after flash-linear-attention's
-// chunked gated delta rule (CPU reference: vw_gdn_chunked / chunk_head in
+// chunked gated delta rule (CPU reference: vw_gdn_chunk_prep + vw_gdn_chunk_state in
 // core/model/delta_rule.c):
 //
 //   gdn_prep_tc_k   grid (chunk, v-head), every chunk of the call at once:

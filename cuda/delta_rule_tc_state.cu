@@ -1,7 +1,7 @@
 // delta_rule_tc_state.cu — the delta rule's state pass on tensor cores (the
 // bf16 and bf16x2 precisions; docs/cuda-mixers.md "The delta rule"), after
 // flash-linear-attention's chunk_delta_h: the only loop over a sequence's
-// chunks, and it does nothing else than (CPU: chunk_head in
+// chunks, and it does nothing else than (CPU: vw_gdn_chunk_state in
 // core/model/delta_rule.c)
 //
 //   V_new = U' - W' S                   (written over U', as planes rows)

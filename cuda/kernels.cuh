@@ -1,7 +1,9 @@
 /* kernels.cuh — launchers of the CUDA backbone's kernels on device buffers.
  * Internal to cuda/: the executor (backbone_cuda*.cu) and the per-op API
  * (ops_cuda.cu) call them; ops_cuda.h documents each op's math, and each
- * kernel file names the CPU reference function it mirrors.
+ * kernel file names the CPU reference function it mirrors. It includes only
+ * the request path's types (seg.h, precision.h, model/delta_rule.h), never
+ * the test API.
  *
  * Every pointer is a device pointer; every launcher enqueues on `s`, checks
  * the launch (cudaGetLastError) and returns VW_OK or VW_ECUDA / VW_EUNSUPPORTED
@@ -14,7 +16,10 @@
 #define VW_KERNELS_CUH
 
 #include "cuda_common.cuh"
-#include "ops_cuda.h"
+#include "model/delta_rule.h"
+#include "precision.h"
+#include "seg.h"
+#include "vw_status.h"
 
 /* ---- shared memory ---------------------------------------------------------- */
 

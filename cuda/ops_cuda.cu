@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kernels.cuh"
+#include "ops_cuda.h"
 #include "model/ops_cpu.h"
 
 namespace {

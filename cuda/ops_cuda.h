@@ -8,10 +8,8 @@
  * used on the request path. Shapes are [rows, cols] row-major; ld arguments
  * are row strides in floats, as in ops_cpu.h.
  *
- * Packed batches: several sequences share one buffer of rows; vw_cuda_seg
- * describes one of them. A block continues a prefix: it reads the parent's
- * rows for its conv history and attention keys, and its DeltaNet state slot
- * (executor.h tree semantics). The executor builds the same records.
+ * Packed batches: several sequences share one buffer of rows, each described
+ * by a vw_cuda_seg (seg.h), as the executor builds them.
  *
  * Ownership: every buffer is the caller's. Thread-safety: calls on different
  * threads are independent (each uses the default device). Errors: VW_ECUDA
@@ -24,23 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "precision.h"
 #include "model/delta_rule.h"
+#include "precision.h"
+#include "seg.h"
 #include "vw_status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* One sequence of a packed batch. */
-typedef struct vw_cuda_seg {
-    int32_t start, len;   /* rows [start, start + len) */
-    int32_t pos0;         /* RoPE position of the first row */
-    int32_t parent_start; /* first row of the prefix a block continues */
-    int32_t parent_len;   /* its length; 0 for a prefix (empty history) */
-    int32_t state;        /* DeltaNet state slot: a prefix writes its final state there, a
-                             block reads its initial state from it; -1: none (zero start) */
-} vw_cuda_seg;
 
 /* Y[T,N] (+)= X[T,K] W[N,K]^T (vw_linear). BF16 rounds X and W to BF16 first;
  * FP32 uses cuBLAS pedantic FP32, or the fixed-order kernel if invariant. */
