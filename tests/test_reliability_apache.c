@@ -21,7 +21,7 @@
 #include <string.h>
 
 #define TOPICS "requests:4,results:4,requests.dlq:1"
-enum { PARTS = 4, IN_FLIGHT = 64, DUP_BOUND = 2 * IN_FLIGHT };
+enum { PARTS = 4, IN_FLIGHT = 64, DUP_BOUND = 2 * IN_FLIGHT, RATE = 200, FAILOVER_REDO_S = 2 };
 #define LOAD_YAML                                                                                  \
     "batching: {max_tokens: 100000, max_requests: 16, max_wait_ms: 5}\n"                           \
     "limits: {max_in_flight: 64}\n"                                                                \
@@ -180,7 +180,7 @@ Test(reliability_apache, leader_failover_three_nodes) {
     cr_assert_eq(vw_kh_worker_start("worker", cfg, env, &w), 0);
     cr_assert_eq(vw_kh_wait_log(&w, "partition assigned", 60000), 0);
     vw_rel_load load;
-    cr_assert_eq(vw_rel_load_start(k.broker.bootstrap, "f", PARTS, 200, &load), 0);
+    cr_assert_eq(vw_rel_load_start(k.broker.bootstrap, "f", PARTS, RATE, &load), 0);
     vw_kh_sleep_ms(3000);
     int64_t from[2], to[2];
     int killed[2];
@@ -208,7 +208,13 @@ Test(reliability_apache, leader_failover_three_nodes) {
     json_decref(res);
     cr_assert_eq(r.missing, 0, "nothing lost");
     cr_assert_eq(r.order_errors, 0);
-    cr_assert_leq(r.duplicates, 2 * DUP_BOUND, "duplicates %zu", r.duplicates);
+    /* A member that rejoins re-answers what it did since its last commit that
+     * landed; with the group coordinator on the killed node, commits fail
+     * until a new one answers, so each event may redo up to FAILOVER_REDO_S of
+     * the load (measured: 0 on a quiet machine; 271 for both events, 2.16,
+     * four brokers' JVMs on 2 cores) besides the usual bound. */
+    cr_assert_leq(r.duplicates, 2 * (DUP_BOUND + FAILOVER_REDO_S * RATE), "duplicates %zu",
+                  r.duplicates);
     cr_assert_eq(committed, 0);
     cr_assert_eq(rc, 0);
     /* The target is 30 s (measured 5-10 s on a quiet machine, up to 26 s with
