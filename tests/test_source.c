@@ -86,7 +86,7 @@ static void setup(fixture *f, const char *group, const char *extra, bool replay)
                         .topic = "requests",
                         .replay = replay,
                         .wake_fd = -1,
-                        .hooks = {f, on_record, on_unreadable, on_drop, on_settle}};
+                        .hooks = {f, on_record, on_unreadable, on_drop, on_settle, NULL}};
     cr_assert_eq(vw_source_open(&o, &f->src, &err), VW_OK, "%s", err.msg);
 }
 
