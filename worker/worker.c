@@ -240,7 +240,7 @@ static void check_broker(struct vw_worker *w, int64_t now) {
            "start_timeout_ms=%lld librdkafka=\"%s\" last_error=\"%s\" hint=\"%s\"",
            bootstrap(w->cfg), (long long)limit, kv, last[0] ? last : "none reported",
            protocol ? "this librdkafka cannot read the broker's protocol answer (ApiVersions); "
-                      "a newer librdkafka may (docs/worker.md \"librdkafka versions\")"
+                      "a newer librdkafka may (docs/operations.md \"librdkafka versions\")"
                     : "check bootstrap.servers, the network and the broker's listeners");
     VW_RAISE(&w->fault, VW_EKAFKA, "broker_timeout",
              "no Kafka broker answered within delivery.start_timeout_ms (%lld ms), bootstrap=%s "

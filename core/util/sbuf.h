@@ -66,7 +66,7 @@ void vw_sbuf_put_visible(vw_sbuf *sb, const char *s, size_t n);
 
 /* The decimal text of v into buf (at least 21 bytes), NUL-terminated; returns
  * its length. The per-record paths use it instead of snprintf, which cost
- * 1,100-2,700 instructions a call there (callgrind, docs/worker.md Benchmark). */
+ * 1,100-2,700 instructions a call there (callgrind, docs/worker-tests.md "Benchmark"). */
 size_t vw_fmt_i64(char *buf, int64_t v);
 
 /* s into buf (cap >= 1 bytes), cut to cap - 1 bytes, NUL-terminated; returns

@@ -29,7 +29,7 @@ int vw_cmd_version(int argc, char **argv) {
     printf("librdkafka: %s\n", kv);
     size_t n_wa;
     const vw_kafka_workaround *wa = vw_kafka_workarounds(&n_wa);
-    printf("librdkafka workarounds (docs/worker.md \"librdkafka versions\"):\n");
+    printf("librdkafka workarounds (docs/operations.md \"librdkafka versions\"):\n");
     for (size_t i = 0; i < n_wa; i++) {
         char when[32] = "open";
         if (wa[i].fixed)
