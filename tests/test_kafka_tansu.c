@@ -108,40 +108,15 @@ Test(kafka_tansu, worker_end_to_end) {
     cr_assert_eq(vw_rel_produce(b.bootstrap, 0, N, PARTS, "r", VW_REL_ECHO_VALUE), 0);
     /* Invalid records: not JSON (400), not an object (400), with a request-id
      * header that replaces the key as the id. */
-    vw_kh_msg bad[BAD];
-    char keys[BAD][16], ids[BAD][16];
     int32_t parts[BAD];
     int64_t offs[BAD];
-    for (int i = 0; i < BAD; i++) {
-        snprintf(keys[i], sizeof keys[i], "bad%02d", i);
-        snprintf(ids[i], sizeof ids[i], "id-bad%02d", i);
-        bad[i] = (vw_kh_msg){.partition = i % PARTS,
-                             .key = keys[i],
-                             .value = i % 2 ? "[1, 2]" : "{not json",
-                             .hdr_name = {"request-id"},
-                             .hdr_value = {ids[i]}};
-    }
-    cr_assert_eq(vw_kh_produce(b.bootstrap, "requests", bad, BAD, parts, offs), 0);
+    cr_assert_eq(vw_rel_produce_bad(b.bootstrap, BAD, PARTS, parts, offs), 0);
     vw_rel_report r = vw_rel_collect(b.bootstrap, "results", "r", N, 60000);
     vw_rel_print("tansu_end_to_end", &r, r.waited_ms);
     json_t *res = vw_kh_consume(b.bootstrap, "results", N + BAD, 30000);
-    size_t n_bad = 0, k;
-    json_t *rec;
-    json_array_foreach(res, k, rec) {
-        const char *key = json_string_value(json_object_get(rec, "key"));
-        if (!key || strncmp(key, "bad", 3))
-            continue;
-        int i = atoi(key + 3);
-        n_bad++;
-        cr_assert_str_eq(vw_kh_header(rec, "vela-status"), "400", "%s", key);
-        cr_assert_str_eq(vw_kh_header(rec, "request-id"), ids[i]);
-        json_t *v = json_loads(json_string_value(json_object_get(rec, "payload")), 0, NULL);
-        const char *type = json_string_value(
-            json_object_get(json_array_get(json_object_get(v, "detail"), 0), "type"));
-        cr_assert_str_eq(type, i % 2 ? "model_attributes_type" : "json_invalid", "%s", key);
-        json_decref(v);
-    }
+    size_t wrong_bad, n_bad = vw_rel_count_bad(res, &wrong_bad);
     json_decref(res);
+    cr_assert_eq(wrong_bad, 0, "every rejection: 400, its request-id and type");
     int64_t end[PARTS] = {0};
     numbered_ends(0, N, end);
     for (int i = 0; i < BAD; i++)

@@ -145,3 +145,51 @@ long vw_rel_vmhwm_kb(pid_t pid) {
 int vw_rel_wait_exit(vw_kh_proc *p, int timeout_ms) {
     return vw_kh_stop(p, 0, timeout_ms);
 }
+
+int vw_rel_produce_bad(const char *bootstrap, size_t n, int n_parts, int32_t *partitions,
+                       int64_t *offsets) {
+    enum { MAX_BAD = 100 };
+    vw_kh_msg bad[MAX_BAD];
+    char keys[MAX_BAD][16], ids[MAX_BAD][16];
+    if (n > MAX_BAD)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(keys[i], sizeof keys[i], "bad%02zu", i);
+        snprintf(ids[i], sizeof ids[i], "id-bad%02zu", i);
+        bad[i] = (vw_kh_msg){.partition = (int32_t)(i % (size_t)n_parts),
+                             .key = keys[i],
+                             .value = i % 2 ? "[1, 2]" : "{not json",
+                             .hdr_name = {"request-id"},
+                             .hdr_value = {ids[i]}};
+    }
+    return vw_kh_produce(bootstrap, "requests", bad, n, partitions, offsets);
+}
+
+size_t vw_rel_count_bad(const json_t *results, size_t *wrong) {
+    size_t n = 0, k;
+    json_t *rec;
+    *wrong = 0;
+    json_array_foreach(results, k, rec) {
+        const char *key = json_string_value(json_object_get(rec, "key"));
+        if (!key || strncmp(key, "bad", 3))
+            continue;
+        int i = atoi(key + 3);
+        char id[16];
+        snprintf(id, sizeof id, "id-bad%02d", i);
+        json_t *v = json_loads(json_string_value(json_object_get(rec, "payload")), 0, NULL);
+        const char *type = json_string_value(
+            json_object_get(json_array_get(json_object_get(v, "detail"), 0), "type"));
+        const char *status = vw_kh_header(rec, "vela-status"),
+                   *rid = vw_kh_header(rec, "request-id");
+        const char *want = i % 2 ? "model_attributes_type" : "json_invalid";
+        n++;
+        if (!status || strcmp(status, "400") || !rid || strcmp(rid, id) || !type ||
+            strcmp(type, want)) {
+            fprintf(stderr, "rel_check: %s: status %s, request-id %s, type %s (want 400, %s, %s)\n",
+                    key, status ? status : "-", rid ? rid : "-", type ? type : "-", id, want);
+            (*wrong)++;
+        }
+        json_decref(v);
+    }
+    return n;
+}

@@ -37,6 +37,20 @@ typedef struct vw_rel_report {
 int vw_rel_produce(const char *bootstrap, size_t first, size_t n, int n_parts, const char *prefix,
                    const char *value);
 
+/* n invalid requests (n <= 100) to topic "requests" over n_parts
+ * partitions: key "badNN", header request-id "id-badNN", the value "{not
+ * json" for even NN (400 json_invalid) and "[1, 2]" for odd (400
+ * model_attributes_type). partitions and offsets (n each, may be NULL)
+ * receive where each went. 0 or -1. */
+int vw_rel_produce_bad(const char *bootstrap, size_t n, int n_parts, int32_t *partitions,
+                       int64_t *offsets);
+
+/* Of `results` (vw_kh_consume's records), the rejections of
+ * vw_rel_produce_bad's records: returns how many there are and sets *wrong
+ * to those whose status, request-id or first detail type is not what their
+ * record asked for (each printed on stderr). */
+size_t vw_rel_count_bad(const json_t *results, size_t *wrong);
+
 /* Reads `topic` until every one of the n ids has a result or timeout_ms
  * passed, then counts. Order: within a (results partition, input partition)
  * pair, the offsets seen for the first time must increase (a replay after a
