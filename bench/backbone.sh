@@ -138,6 +138,28 @@ for n in lengths:
                 if f and base:
                     line += f" | {impl} {100 * (f[0] / base[0] - 1):+.0f}% vs clean"
         print(line)
+# The GEMM ceiling (docs/performance.md): each side's rate on the forward's
+# largest projection alone, measured in the same process right after the
+# forward; the forward's projections at that rate bound its tokens/s, and
+# that bound over torch's tokens/s bounds the C/torch ratio on this machine.
+if all("gemm_gflops" in r for r in rows):
+    print("== GEMM ceiling: median GEMM GFLOP/s of each side; the forward's projections"
+          " as a share of it; the C/torch ratio C would reach at its GEMM rate")
+    for n in lengths:
+        for cond in conds:
+            line = f"tokens {n:5d} {names[cond]:13s}"
+            for impl in ("c", "torch"):
+                rs = [r for r in rows if r["impl"] == impl and r["cond"] == cond and r["tokens"] == n]
+                if rs:
+                    g = statistics.median(r["gemm_gflops"] for r in rs)
+                    f = statistics.median(r["linear_gflop"] / r["seconds"] for r in rs)
+                    line += f" | {'C' if impl == 'c' else impl} GEMM {g:5.1f}, forward {f:5.1f} ({100 * f / g:.0f}%)"
+            cap = [a["gemm_gflops"] * n / a["linear_gflop"] / b["tokens_per_s"] for a in rows for b in rows
+                   if a["impl"] == "c" and b["impl"] == "torch" and a["cond"] == b["cond"] == cond
+                   and a["tokens"] == b["tokens"] == n and a["round"] == b["round"]]
+            if cap:
+                line += f" | C/torch at most {statistics.median(cap):.2f}x ({min(cap):.2f}-{max(cap):.2f})"
+            print(line)
 c = [r for r in rows if r["impl"] == "c"]
 if c:
     r = max(c, key=lambda r: r["peak_rss_bytes"])

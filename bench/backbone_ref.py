@@ -8,7 +8,11 @@ implementation, torch fallbacks for the delta rule and conv), runs each
 N-token random sequence once to warm up and then R times under no_grad, and
 prints one JSON line per length like bench_backbone:
   {"impl":"torch","tokens":N,"threads":T,"seconds":best,"tokens_per_s":...,
-   "load_s":...,"peak_rss_bytes":...}
+   "load_s":...,"peak_rss_bytes":...,"linear_gflop":...,"gemm_gflops":...}
+linear_gflop counts the decoder layers' nn.Linear weights (2 N x each);
+gemm_gflops is torch's rate on the largest projection alone (N x F x H, the
+MLP's gate), best of R after one untimed call, right after the forward, as
+bench_backbone measures its own.
 """
 import argparse
 import json
@@ -42,6 +46,23 @@ def load(bundle):
     return model.eval(), cfg
 
 
+def proj_floats(model):
+    return sum(m.weight.numel() for m in model.layers.modules()
+               if isinstance(m, torch.nn.Linear))
+
+
+def gemm_rate(n, f, h, reps):
+    x = torch.rand(n, h) - 0.5
+    w = (torch.rand(f, h) - 0.5) * 0.05
+    best = 1e30
+    for r in range(-1, reps):
+        t = time.perf_counter()
+        torch.nn.functional.linear(x, w)
+        if r >= 0:
+            best = min(best, time.perf_counter() - t)
+    return 2.0 * n * f * h / best / 1e9
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bundle", required=True)
@@ -64,10 +85,13 @@ def main():
                 t = time.perf_counter()
                 model(input_ids=ids, use_cache=False)
                 best = min(best, time.perf_counter() - t)
+            gemm = gemm_rate(n, cfg["intermediate_size"], cfg["hidden_size"], a.reps)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(json.dumps({"impl": "torch", "tokens": n, "threads": a.threads,
                           "seconds": round(best, 4), "tokens_per_s": round(n / best, 2),
                           "load_s": round(load_s, 3), "peak_rss_bytes": rss,
+                          "linear_gflop": round(2.0 * n * proj_floats(model) / 1e9, 2),
+                          "gemm_gflops": round(gemm, 2),
                           "torch": torch.__version__,
                           "transformers": transformers.__version__}), flush=True)
     return 0

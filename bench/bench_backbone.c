@@ -6,7 +6,14 @@
  * N-token sequence (seeded random ids) as one prefix with a single readout,
  * R times, and prints one JSON line per length:
  *   {"impl":"c","tokens":N,"threads":T,"seconds":best,"tokens_per_s":...,
- *    "load_s":...,"weights_fp32_bytes":...,"peak_rss_bytes":...}
+ *    "load_s":...,"weights_fp32_bytes":...,"peak_rss_bytes":...,
+ *    "linear_gflop":...,"gemm_gflops":...}
+ * linear_gflop is the arithmetic of the forward's projections (2 N x their
+ * weights: the work no FP32 implementation can skip); gemm_gflops is the rate
+ * of the largest of them alone (N x F x H, the MLP's gate) through the same
+ * path (vw_par_linear on a pool of as many threads), best of R, right after
+ * the forward: the machine's ceiling for this side at this moment
+ * (docs/performance.md "The GEMM ceiling").
  * Threads: the executor's pool, --threads T (default 0: the CPUs this process
  * may use, util/pool.h vw_cpu_count). Peak RSS is getrusage's ru_maxrss for
  * the whole process so far. */
@@ -18,6 +25,8 @@
 
 #include "model/backbone_cpu.h"
 #include "model/bundle.h"
+#include "model/ops_par.h"
+#include "util/pool.h"
 
 static double now(void) {
     struct timespec ts;
@@ -45,6 +54,45 @@ static size_t weight_floats(const vw_qwen35_config *c) {
     }
     free(s);
     return total;
+}
+
+/* The projections' weights in floats: the 2-D "*_proj" tensors of the
+ * decoder layers (the GEMMs of every token). */
+static size_t proj_floats(const vw_qwen35_config *c) {
+    size_t n = vw_qwen35_tensor_specs(c, NULL, 0), total = 0;
+    vw_qwen35_tensor_spec *s = malloc(n * sizeof *s);
+    if (!s)
+        return 0;
+    vw_qwen35_tensor_specs(c, s, n);
+    for (size_t i = 0; i < n; i++)
+        if (s[i].ndim == 2 && strstr(s[i].name, "_proj"))
+            total += (size_t)s[i].shape[0] * (size_t)s[i].shape[1];
+    free(s);
+    return total;
+}
+
+/* GFLOP/s of Y[n,F] = X[n,H] W[F,H]^T through vw_par_linear on `pool`,
+ * best of reps (after one untimed call); 0 when out of memory. */
+static double gemm_rate(vw_pool *pool, size_t n, size_t F, size_t H, int reps) {
+    float *X = malloc(n * H * sizeof *X), *W = malloc(F * H * sizeof *W),
+          *Y = malloc(n * F * sizeof *Y);
+    double best = 1e30;
+    if (X && W && Y) {
+        for (size_t i = 0; i < n * H; i++)
+            X[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+        for (size_t i = 0; i < F * H; i++)
+            W[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * 0.05f;
+        for (int r = -1; r < reps; r++) {
+            double t0 = now();
+            vw_par_linear(pool, X, H, W, Y, F, n, F, H, 0);
+            double dt = now() - t0;
+            best = r >= 0 && dt < best ? dt : best;
+        }
+    }
+    free(X);
+    free(W);
+    free(Y);
+    return best < 1e30 ? 2.0 * (double)n * (double)F * (double)H / best / 1e9 : 0.0;
 }
 
 static int run_one(vw_executor *ex, int32_t vocab, size_t n, int reps, unsigned seed,
@@ -105,7 +153,12 @@ int main(int argc, char **argv) {
     }
     double load_s = now() - t0;
     const vw_qwen35_config *c = vw_bundle_backbone_config(b);
-    size_t wbytes = weight_floats(c) * sizeof(float);
+    size_t wbytes = weight_floats(c) * sizeof(float), proj = proj_floats(c);
+    vw_pool *pool = NULL;
+    if (vw_pool_new(vw_backbone_cpu_threads(ex), &pool, &err) != VW_OK) {
+        fprintf(stderr, "bench_backbone: %s\n", err.msg);
+        return 1;
+    }
     int rc = 0;
     for (const char *p = lengths; *p && !rc;) {
         size_t n = strtoul(p, (char **)&p, 10);
@@ -114,12 +167,15 @@ int main(int argc, char **argv) {
         double best = 0;
         if (!n || (rc = run_one(ex, c->vocab, n, reps, seed, &best)))
             break;
+        double gemm = gemm_rate(pool, n, (size_t)c->intermediate, (size_t)c->hidden, reps);
         printf("{\"impl\":\"c\",\"tokens\":%zu,\"threads\":%d,\"seconds\":%.4f,"
                "\"tokens_per_s\":%.2f,\"load_s\":%.3f,\"weights_fp32_bytes\":%zu,"
-               "\"peak_rss_bytes\":%ld}\n",
-               n, vw_backbone_cpu_threads(ex), best, n / best, load_s, wbytes, peak_rss_bytes());
+               "\"peak_rss_bytes\":%ld,\"linear_gflop\":%.2f,\"gemm_gflops\":%.2f}\n",
+               n, vw_backbone_cpu_threads(ex), best, n / best, load_s, wbytes, peak_rss_bytes(),
+               2.0 * (double)n * (double)proj / 1e9, gemm);
         fflush(stdout);
     }
+    vw_pool_free(pool);
     vw_executor_free(ex);
     vw_bundle_free(b);
     return rc;
