@@ -103,7 +103,7 @@ Test(pool, runs_after_the_threads_slept) {
     vw_pool *p = new_pool(4);
     c->threads = 4;
     for (int rep = 0; rep < 20; rep++) {
-        sleep_ms(2);
+        sleep_ms((int)(VW_POOL_SPIN_NS / 1000000) + 2);
         memset(c->hits, 0, sizeof c->hits);
         vw_pool_for(p, 500, count_task, c);
         expect_each_once(c, 500, "after sleeping");
@@ -286,7 +286,7 @@ Test(pool, an_idle_pool_sleeps) {
     counts *c = calloc(1, sizeof *c);
     c->threads = 8;
     vw_pool_for(p, 100, count_task, c);
-    sleep_ms(5);
+    sleep_ms((int)(VW_POOL_SPIN_NS / 1000000) + 5);
     double c0 = process_cpu_s();
     sleep_ms(200);
     double used = process_cpu_s() - c0;

@@ -11,8 +11,8 @@
  *
  * Waiting: an idle pool thread spins for at most VW_POOL_SPIN_NS on the next
  * run, then sleeps on a condition variable; the caller waits for the last
- * task the same way. Nothing spins for longer, so an idle or descheduled pool
- * costs the machine nothing.
+ * task the same way. Nothing spins for longer, so an idle pool costs the
+ * machine nothing after that.
  *
  * Nesting: a run asked from inside a task (by any thread of the pool, or by the
  * caller while its own run is on) runs its tasks inline on that thread, in
@@ -40,10 +40,15 @@
 extern "C" {
 #endif
 
-/* How long an idle thread polls before it sleeps: a few task lengths, far
- * below a scheduler time slice (~3 ms), so a pool beside other work gives
- * its cores back at once. */
-#define VW_POOL_SPIN_NS 50000L
+/* How long an idle thread polls before it sleeps: 1 ms, below a scheduler
+ * time slice (~3 ms), so a pool beside other work gives its cores back
+ * within a slice. Shorter cost the forward more than it saved (bench of
+ * 2026-12-05, docs/performance.md "CPU thread model": 50 us lost 11-13 %
+ * clean, 7 % beside a busy thread, 16 % beside a nice-19 one): a thread that
+ * slept between two runs first waits for its wake-up (a virtual CPU's halt
+ * and interrupt) and, with the kernel's EEVDF scheduler, for the slice of
+ * whatever ran on its CPU meanwhile. */
+#define VW_POOL_SPIN_NS 1000000L
 
 /* Most threads a pool runs (the counter holds 32-bit task indices). */
 #define VW_POOL_MAX_THREADS 256
