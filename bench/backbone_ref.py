@@ -11,8 +11,8 @@ prints one JSON line per length like bench_backbone:
    "load_s":...,"peak_rss_bytes":...,"linear_gflop":...,"gemm_gflops":...}
 linear_gflop counts the decoder layers' nn.Linear weights (2 N x each);
 gemm_gflops is torch's rate on the largest projection alone (N x F x H, the
-MLP's gate), best of R after one untimed call, right after the forward, as
-bench_backbone measures its own.
+MLP's gate), the best of at least R calls and 3 s of calls after one untimed
+call, right after the forward, as bench_backbone measures its own.
 """
 import argparse
 import json
@@ -54,12 +54,13 @@ def proj_floats(model):
 def gemm_rate(n, f, h, reps):
     x = torch.rand(n, h) - 0.5
     w = (torch.rand(f, h) - 0.5) * 0.05
-    best = 1e30
-    for r in range(-1, reps):
+    best, r, start = 1e30, -1, time.perf_counter()
+    while r < reps or time.perf_counter() - start < 3.0:
         t = time.perf_counter()
         torch.nn.functional.linear(x, w)
         if r >= 0:
             best = min(best, time.perf_counter() - t)
+        r += 1
     return 2.0 * n * f * h / best / 1e9
 
 

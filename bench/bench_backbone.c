@@ -11,8 +11,8 @@
  * linear_gflop is the arithmetic of the forward's projections (2 N x their
  * weights: the work no FP32 implementation can skip); gemm_gflops is the rate
  * of the largest of them alone (N x F x H, the MLP's gate) through the same
- * path (vw_par_linear on a pool of as many threads), best of R, right after
- * the forward: the machine's ceiling for this side at this moment
+ * path (vw_par_linear on a pool of as many threads), the best of R calls and
+ * 3 s of calls, right after the forward: the machine's ceiling for this side at this moment
  * (docs/performance.md "The GEMM ceiling").
  * Threads: the executor's pool, --threads T (default 0: the CPUs this process
  * may use, util/pool.h vw_cpu_count). Peak RSS is getrusage's ru_maxrss for
@@ -71,8 +71,10 @@ static size_t proj_floats(const vw_qwen35_config *c) {
     return total;
 }
 
-/* GFLOP/s of Y[n,F] = X[n,H] W[F,H]^T through vw_par_linear on `pool`,
- * best of reps (after one untimed call); 0 when out of memory. */
+/* GFLOP/s of Y[n,F] = X[n,H] W[F,H]^T through vw_par_linear on `pool`: the
+ * best of at least reps calls and 3 s of calls (after one untimed call; the
+ * best, since the shared machine only ever slows a call down); 0 when out of
+ * memory. */
 static double gemm_rate(vw_pool *pool, size_t n, size_t F, size_t H, int reps) {
     float *X = malloc(n * H * sizeof *X), *W = malloc(F * H * sizeof *W),
           *Y = malloc(n * F * sizeof *Y);
@@ -82,7 +84,8 @@ static double gemm_rate(vw_pool *pool, size_t n, size_t F, size_t H, int reps) {
             X[i] = (float)rand() / (float)RAND_MAX - 0.5f;
         for (size_t i = 0; i < F * H; i++)
             W[i] = ((float)rand() / (float)RAND_MAX - 0.5f) * 0.05f;
-        for (int r = -1; r < reps; r++) {
+        double start = now();
+        for (int r = -1; r < reps || now() - start < 3.0; r++) {
             double t0 = now();
             vw_par_linear(pool, X, H, W, Y, F, n, F, H, 0);
             double dt = now() - t0;
