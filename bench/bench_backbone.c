@@ -40,33 +40,22 @@ static long peak_rss_bytes(void) {
     return ru.ru_maxrss * 1024L;
 }
 
-static size_t weight_floats(const vw_qwen35_config *c) {
+/* Floats of the backbone's weights: all of them, or (proj_only) the 2-D
+ * "*_proj" tensors of the decoder layers, the GEMMs of every token. */
+static size_t weight_floats(const vw_qwen35_config *c, int proj_only) {
     size_t n = vw_qwen35_tensor_specs(c, NULL, 0), total = 0;
     vw_qwen35_tensor_spec *s = malloc(n * sizeof *s);
     if (!s)
         return 0;
     vw_qwen35_tensor_specs(c, s, n);
     for (size_t i = 0; i < n; i++) {
+        if (proj_only && (s[i].ndim != 2 || !strstr(s[i].name, "_proj")))
+            continue;
         size_t e = 1;
         for (int d = 0; d < s[i].ndim; d++)
             e *= (size_t)s[i].shape[d];
         total += e;
     }
-    free(s);
-    return total;
-}
-
-/* The projections' weights in floats: the 2-D "*_proj" tensors of the
- * decoder layers (the GEMMs of every token). */
-static size_t proj_floats(const vw_qwen35_config *c) {
-    size_t n = vw_qwen35_tensor_specs(c, NULL, 0), total = 0;
-    vw_qwen35_tensor_spec *s = malloc(n * sizeof *s);
-    if (!s)
-        return 0;
-    vw_qwen35_tensor_specs(c, s, n);
-    for (size_t i = 0; i < n; i++)
-        if (s[i].ndim == 2 && strstr(s[i].name, "_proj"))
-            total += (size_t)s[i].shape[0] * (size_t)s[i].shape[1];
     free(s);
     return total;
 }
@@ -156,7 +145,7 @@ int main(int argc, char **argv) {
     }
     double load_s = now() - t0;
     const vw_qwen35_config *c = vw_bundle_backbone_config(b);
-    size_t wbytes = weight_floats(c) * sizeof(float), proj = proj_floats(c);
+    size_t wbytes = weight_floats(c, 0) * sizeof(float), proj = weight_floats(c, 1);
     vw_pool *pool = NULL;
     if (vw_pool_new(vw_backbone_cpu_threads(ex), &pool, &err) != VW_OK) {
         fprintf(stderr, "bench_backbone: %s\n", err.msg);
