@@ -547,20 +547,34 @@ int vw_kh_produce_conf(const char *bootstrap, const char *topic, const vw_kh_msg
     return c.failed || left ? -1 : 0;
 }
 
-int vw_kh_committed(const char *bootstrap, const char *group, const char *topic, int n,
-                    int64_t *out) {
-    rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, bootstrap, group, NULL);
-    if (!rk)
-        return -1;
+void *vw_kh_group_client(const char *bootstrap, const char *group) {
+    return client(RD_KAFKA_CONSUMER, bootstrap, group, NULL);
+}
+
+void vw_kh_client_free(void *rk) {
+    if (rk)
+        rd_kafka_destroy(rk);
+}
+
+int vw_kh_committed_via(void *rk, const char *topic, int n, int64_t *out, int timeout_ms) {
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
     for (int i = 0; i < n; i++)
         rd_kafka_topic_partition_list_add(l, topic, i);
-    rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 5000);
+    rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, timeout_ms);
     for (int i = 0; i < n && !e; i++)
         out[i] = l->elems[i].err ? -1 : l->elems[i].offset;
     rd_kafka_topic_partition_list_destroy(l);
-    rd_kafka_destroy(rk);
     return e ? -1 : 0;
+}
+
+int vw_kh_committed(const char *bootstrap, const char *group, const char *topic, int n,
+                    int64_t *out) {
+    void *rk = vw_kh_group_client(bootstrap, group);
+    if (!rk)
+        return -1;
+    int rc = vw_kh_committed_via(rk, topic, n, out, 5000);
+    vw_kh_client_free(rk);
+    return rc;
 }
 
 int vw_kh_end_offsets(const char *bootstrap, const char *topic, int n, int64_t *out) {

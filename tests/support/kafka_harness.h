@@ -109,9 +109,17 @@ json_t *vw_kh_consume(const char *bootstrap, const char *topic, size_t want, int
 /* Value of header name in a kcat record, or NULL. */
 const char *vw_kh_header(const json_t *rec, const char *name);
 
-/* Committed offsets of group for partitions 0..n-1 (-1001 = none). */
+/* Committed offsets of group for partitions 0..n-1 (-1001 = none, -1 = that
+ * partition's error). */
 int vw_kh_committed(const char *bootstrap, const char *group, const char *topic, int n,
                     int64_t *out);
+/* For reading them often: a consumer client of group (an rd_kafka_t *) that
+ * never subscribes, so it is no member; NULL on error (message on stderr).
+ * Freed by vw_kh_client_free (NULL is a no-op). */
+void *vw_kh_group_client(const char *bootstrap, const char *group);
+void vw_kh_client_free(void *rk);
+/* vw_kh_committed through such a client, waiting at most timeout_ms. */
+int vw_kh_committed_via(void *rk, const char *topic, int n, int64_t *out, int timeout_ms);
 /* High watermarks of partitions 0..n-1. */
 int vw_kh_end_offsets(const char *bootstrap, const char *topic, int n, int64_t *out);
 /* Polls vw_kh_committed until it equals want[] for all n partitions. */

@@ -1,26 +1,24 @@
 /* rel_commits.c — see rel_commits.h. Test-only. */
 #include "rel_commits.h"
 
-#include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kafka_harness.h"
 #include "rel_load.h"
+#include "util/reserve.h"
 
-/* One read of the committed offsets through the watch's own client: 0 and
- * *sum, or -1 (no answer within the period). */
+/* One read of the committed offsets: 0 and their *sum, or -1 (no answer
+ * within 4 periods). */
 static int read_sum(vw_rel_commits *c, int64_t *sum) {
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(c->n_parts);
-    for (int i = 0; i < c->n_parts; i++)
-        rd_kafka_topic_partition_list_add(l, c->topic, i);
-    rd_kafka_resp_err_t e = rd_kafka_committed(c->rk, l, c->period_ms * 4);
+    int64_t off[VW_REL_COMMITS_MAX_PARTS];
+    if (vw_kh_committed_via(c->rk, c->topic, c->n_parts, off, c->period_ms * 4))
+        return -1;
     *sum = 0;
-    for (int i = 0; i < l->cnt && !e; i++)
-        *sum += l->elems[i].err || l->elems[i].offset < 0 ? 0 : l->elems[i].offset;
-    rd_kafka_topic_partition_list_destroy(l);
-    return e ? -1 : 0;
+    for (int i = 0; i < c->n_parts; i++)
+        *sum += off[i] > 0 ? off[i] : 0;
+    return 0;
 }
 
 static void *watch(void *arg) {
@@ -28,14 +26,8 @@ static void *watch(void *arg) {
     while (!atomic_load(&c->stop)) {
         int64_t t0 = vw_kh_now_ms(), sum;
         if (!read_sum(c, &sum)) {
-            if (c->n == c->cap) {
-                size_t cap = c->cap ? 2 * c->cap : 256;
-                vw_rel_commit_sample *s = realloc(c->s, cap * sizeof *s);
-                if (!s)
-                    break;
-                c->s = s;
-                c->cap = cap;
-            }
+            if (vw_reserve((void **)&c->s, &c->cap, c->n + 1, sizeof *c->s) != VW_OK)
+                break;
             c->s[c->n++] = (vw_rel_commit_sample){vw_rel_wall_ms(), sum};
         }
         int64_t left = c->period_ms - (vw_kh_now_ms() - t0);
@@ -47,30 +39,20 @@ static void *watch(void *arg) {
 
 int vw_rel_commits_start(const char *bootstrap, const char *group, const char *topic,
                          int n_parts, int period_ms, vw_rel_commits *c) {
-    char err[256];
     memset(c, 0, sizeof *c);
+    if (n_parts < 1 || n_parts > VW_REL_COMMITS_MAX_PARTS) {
+        fprintf(stderr, "rel_commits: %d partitions (1 to %d)\n", n_parts,
+                VW_REL_COMMITS_MAX_PARTS);
+        return -1;
+    }
     snprintf(c->topic, sizeof c->topic, "%s", topic);
     c->n_parts = n_parts;
     c->period_ms = period_ms;
-    /* A consumer of the group that never subscribes: it only asks the
-     * coordinator for the group's offsets, and is no member. */
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof err) ||
-        rd_kafka_conf_set(conf, "group.id", group, err, sizeof err) ||
-        rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err) ||
-        rd_kafka_conf_set(conf, "log_level", "2", err, sizeof err)) {
-        fprintf(stderr, "rel_commits: %s\n", err);
-        rd_kafka_conf_destroy(conf);
+    if (!(c->rk = vw_kh_group_client(bootstrap, group)))
         return -1;
-    }
-    if (!(c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err))) {
-        fprintf(stderr, "rel_commits: %s\n", err);
-        rd_kafka_conf_destroy(conf);
-        return -1;
-    }
     if (pthread_create(&c->thread, NULL, watch, c)) {
         fprintf(stderr, "rel_commits: no thread\n");
-        rd_kafka_destroy(c->rk);
+        vw_kh_client_free(c->rk);
         return -1;
     }
     return 0;
@@ -79,7 +61,7 @@ int vw_rel_commits_start(const char *bootstrap, const char *group, const char *t
 void vw_rel_commits_stop(vw_rel_commits *c) {
     atomic_store(&c->stop, true);
     pthread_join(c->thread, NULL);
-    rd_kafka_destroy(c->rk);
+    vw_kh_client_free(c->rk);
     c->rk = NULL;
 }
 
@@ -93,13 +75,9 @@ void vw_rel_commits_free(vw_rel_commits *c) {
 static size_t stamped_in(const json_t *results, const char *prefix, int64_t from_ms,
                          int64_t to_ms) {
     size_t i, n = 0;
+    int64_t ts;
     json_t *rec;
-    json_array_foreach(results, i, rec) {
-        const char *id = vw_kh_header(rec, "request-id");
-        int64_t ts = json_integer_value(json_object_get(rec, "ts"));
-        if (id && !strncmp(id, prefix, strlen(prefix)) && ts >= from_ms && ts <= to_ms)
-            n++;
-    }
+    json_array_foreach(results, i, rec) n += vw_rel_stamped_in(rec, prefix, from_ms, to_ms, &ts);
     return n;
 }
 

@@ -25,9 +25,11 @@ typedef struct vw_rel_commit_sample {
     int64_t sum;     /* committed offsets summed over the partitions */
 } vw_rel_commit_sample;
 
+enum { VW_REL_COMMITS_MAX_PARTS = 64 };
+
 typedef struct vw_rel_commits {
     pthread_t thread;
-    void *rk; /* rd_kafka_t *: a consumer of the group that never joins it */
+    void *rk; /* kafka_harness.h vw_kh_group_client: never a member */
     char topic[128];
     int n_parts, period_ms;
     atomic_bool stop;
@@ -36,7 +38,7 @@ typedef struct vw_rel_commits {
 } vw_rel_commits;
 
 /* Starts reading group's committed offsets of topic's partitions
- * 0..n_parts-1 every period_ms (a read answered later than 4 periods is
+ * 0..n_parts-1 (n_parts <= VW_REL_COMMITS_MAX_PARTS) every period_ms (a read answered later than 4 periods is
  * dropped). */
 int vw_rel_commits_start(const char *bootstrap, const char *group, const char *topic,
                          int n_parts, int period_ms, vw_rel_commits *c);

@@ -104,17 +104,23 @@ static int by_part_ts(const void *a, const void *b) {
     return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
+bool vw_rel_stamped_in(const json_t *rec, const char *prefix, int64_t from_ms, int64_t to_ms,
+                       int64_t *ts) {
+    const char *id = vw_kh_header(rec, "request-id");
+    *ts = json_integer_value(json_object_get(rec, "ts"));
+    return id && !strncmp(id, prefix, strlen(prefix)) && *ts >= from_ms && *ts <= to_ms;
+}
+
 int64_t vw_rel_max_gap_ms(const json_t *results, const char *prefix, int n_parts, int64_t from_ms,
                           int64_t to_ms) {
     size_t n = json_array_size(results), k = 0, i;
     stamp *s = calloc(n + 1, sizeof *s);
     json_t *rec;
     json_array_foreach(results, i, rec) {
-        const char *id = vw_kh_header(rec, "request-id");
         const char *src = vw_kh_header(rec, "source");
         const char *colon = src ? strchr(src, ':') : NULL;
-        int64_t ts = json_integer_value(json_object_get(rec, "ts"));
-        if (!id || strncmp(id, prefix, strlen(prefix)) || !colon || ts < from_ms || ts > to_ms)
+        int64_t ts;
+        if (!colon || !vw_rel_stamped_in(rec, prefix, from_ms, to_ms, &ts))
             continue;
         s[k++] = (stamp){atoi(colon + 1), ts};
     }

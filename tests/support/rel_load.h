@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,11 @@ long vw_rel_load_stop(vw_rel_load *l);
 
 /* Wall-clock milliseconds (the results' CreateTime clock). */
 int64_t vw_rel_wall_ms(void);
+
+/* True when rec (a vw_kh_consume record) answers an id with `prefix` and is
+ * stamped in [from_ms, to_ms] (wall clock); *ts: its stamp. */
+bool vw_rel_stamped_in(const json_t *rec, const char *prefix, int64_t from_ms, int64_t to_ms,
+                       int64_t *ts);
 
 /* The longest gap, in ms, between consecutive results (by timestamp) of one
  * input partition, over every input partition, counting only results of
