@@ -116,6 +116,11 @@ lengths = sorted({k[2] for k in by})
 def fig(impl, cond, n):
     v = by.get((impl, cond, n))
     return (statistics.median(v), min(v), max(v), len(v)) if v else None
+def rounds(cond, n):
+    """(C, torch) measurement pairs of one condition and length, round by round."""
+    return [(a, b) for a in rows for b in rows
+            if a["impl"] == "c" and b["impl"] == "torch" and a["cond"] == b["cond"] == cond
+            and a["tokens"] == b["tokens"] == n and a["round"] == b["round"]]
 def show(f):
     return f"{f[0]:7.1f} ({f[1]:.1f}-{f[2]:.1f}, n={f[3]})" if f else "      -"
 print("== summary: median tokens/s (min-max over rounds)")
@@ -127,9 +132,7 @@ for n in lengths:
         if c and t:
             line += f" | C/torch {c[0] / t[0]:.2f}x"
             # the ratio's spread: round by round where both sides ran
-            per = [a["tokens_per_s"] / b["tokens_per_s"] for a in rows for b in rows
-                   if a["impl"] == "c" and b["impl"] == "torch" and a["cond"] == b["cond"] == cond
-                   and a["tokens"] == b["tokens"] == n and a["round"] == b["round"]]
+            per = [a["tokens_per_s"] / b["tokens_per_s"] for a, b in rounds(cond, n)]
             if per:
                 line += f" ({min(per):.2f}-{max(per):.2f})"
         if cond != "clean":
@@ -154,9 +157,8 @@ if all("gemm_gflops" in r for r in rows):
                     g = statistics.median(r["gemm_gflops"] for r in rs)
                     f = statistics.median(r["linear_gflop"] / r["seconds"] for r in rs)
                     line += f" | {'C' if impl == 'c' else impl} GEMM {g:5.1f}, forward {f:5.1f} ({100 * f / g:.0f}%)"
-            cap = [a["gemm_gflops"] * n / a["linear_gflop"] / b["tokens_per_s"] for a in rows for b in rows
-                   if a["impl"] == "c" and b["impl"] == "torch" and a["cond"] == b["cond"] == cond
-                   and a["tokens"] == b["tokens"] == n and a["round"] == b["round"]]
+            cap = [a["gemm_gflops"] * n / a["linear_gflop"] / b["tokens_per_s"]
+                   for a, b in rounds(cond, n)]
             if cap:
                 line += f" | C/torch at most {statistics.median(cap):.2f}x ({min(cap):.2f}-{max(cap):.2f})"
             print(line)
